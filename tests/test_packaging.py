@@ -3,7 +3,8 @@ import subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ['tba_kit', 'tba_kit.core', 'tba_kit.objectives', 'tba_kit.buffer', 'tba_kit.samplers', 'tba_kit.enumerable']
+MODULES = ['tba_kit', 'tba_kit.core', 'tba_kit.objectives', 'tba_kit.buffer', 'tba_kit.samplers', 'tba_kit.enumerable',
+           'tba_kit.models']
 
 
 def test_import_has_no_heavy_or_optional_dependencies():
