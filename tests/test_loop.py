@@ -1,0 +1,123 @@
+"The loop across process boundaries: exact resume, reward faults, timeouts, dead workers, cancellation without orphans."
+import asyncio, json, os, signal, time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import tba_kit.tasks as T
+from tba_kit.config import Config
+from tba_kit.loop import find_checkpoint, run
+from tba_kit.searchers import ProcessSearcher, SearcherError
+from tba_kit.tasks import PromptTask, RewardError, completion_text
+
+
+def vowels(prompts, completions, **kw):
+    return [sum(ch in 'aeiou' for ch in completion_text(c)) / max(len(completion_text(c)), 1) for c in completions]
+
+
+def flaky(prompts, completions, **kw):
+    "Fails on every third call"
+    flaky.calls += 1
+    if flaky.calls % 3 == 0: raise RuntimeError('scorer backend unavailable')
+    return vowels(prompts, completions)
+flaky.calls = 0
+
+
+def broken(prompts, completions, **kw): return [float('nan')] * len(completions)
+
+
+for name, fn in [('vowels', vowels), ('flaky', flaky), ('broken', broken)]:
+    T.TASKS[f't_{name}'] = (lambda fn=fn, name=name: lambda **kw: PromptTask([f'Say word {i}' for i in range(6)], fn,
+                                                                               test=['Say a word'], name=name))()
+
+TINY = dict(model='tiny', k=4, prompts_per_step=2, search_prompts=2, max_new_tokens=6, eval_max_new_tokens=6, prefill=8,
+            precision='fp32', lr=1e-3, progress=False)
+
+
+def children() -> set:
+    "PIDs of this process's live searcher workers (spawned children other than multiprocessing's resource tracker)"
+    out = set()
+    for d in Path('/proc').iterdir():
+        if not d.name.isdigit(): continue
+        try: stat, cmd = (d / 'stat').read_text().rsplit(')', 1)[1].split(), (d / 'cmdline').read_bytes()
+        except OSError: continue
+        if int(stat[1]) == os.getpid() and stat[0] != 'Z' and b'spawn_main' in cmd: out.add(int(d.name))
+    return out
+
+
+def test_resume_continues_exactly(tmp_path):
+    "4 steps straight == 2 steps, then --resume for 2 more (sync mode: deterministic given the restored RNG states)"
+    kw = dict(TINY, task='t_vowels', mode='sync', searcher='thread', eval=False, seed=3)
+    asyncio.run(run(steps=4, out_dir=str(tmp_path / 'straight'), **kw))
+    asyncio.run(run(steps=2, out_dir=str(tmp_path / 'split'), **kw))
+    asyncio.run(run(steps=4, out_dir=str(tmp_path / 'split'), resume=tmp_path / 'split', **kw))
+    a = load_file(find_checkpoint(tmp_path / 'straight') / 'policy.safetensors')
+    b = load_file(find_checkpoint(tmp_path / 'split') / 'policy.safetensors')
+    assert a.keys() == b.keys()
+    for k in a: assert torch.equal(a[k], b[k]), k
+    assert find_checkpoint(tmp_path / 'split').name == 'step_000004'
+    rows = [json.loads(l) for l in open(tmp_path / 'split' / 'metrics.jsonl')]
+    assert [r['train/step'] for r in rows] == [1, 2, 3, 4]
+
+
+def test_async_resume_and_process_searchers(tmp_path):
+    "Async run with two searcher processes, checkpoint, resume; no process is left behind"
+    before = children()
+    kw = dict(TINY, task='t_vowels', searchers=2, searcher='process', eval=False)
+    s = asyncio.run(run(steps=2, out_dir=str(tmp_path / 'r'), **kw))
+    s = asyncio.run(run(steps=3, out_dir=str(tmp_path / 'r'), resume=tmp_path / 'r', **kw))
+    assert s.steps == 3
+    rows = [json.loads(l) for l in open(tmp_path / 'r' / 'metrics.jsonl')]
+    assert [r['train/step'] for r in rows] == [1, 2, 3]
+    assert all(r['sync/seconds'] > 0 for r in rows) and any('search/tokens_per_s' in r for r in rows)
+    assert children() <= before
+
+
+def test_reward_failures_are_counted_and_the_run_continues(tmp_path, capsys):
+    s = asyncio.run(run(task='t_flaky', steps=3, mode='sync', searcher='thread', eval=False, out_dir=str(tmp_path), **{k: v for k, v in TINY.items() if k != 'progress'}, progress=False))
+    rows = [json.loads(l) for l in open(tmp_path / 'metrics.jsonl')]
+    assert s.steps == 3 and rows[-1]['reward/failed_batches'] >= 1
+    assert 'scorer backend unavailable' in capsys.readouterr().err  # the first traceback is reported
+
+
+def test_run_stops_when_most_rewards_fail(tmp_path):
+    with pytest.raises(RewardError, match='reward batches failed'):
+        asyncio.run(run(task='t_broken', steps=3, searcher='thread', eval=False, out_dir=str(tmp_path), **TINY))
+
+
+def test_cancellation_stops_searcher_processes(tmp_path):
+    "Cancelling the run (what Ctrl-C does) stops the worker processes before the task finishes"
+    before = children()
+    async def main():
+        task = asyncio.create_task(run(task='t_vowels', steps=1000, searchers=2, searcher='process', eval=False,
+                                       out_dir=str(tmp_path), **TINY))
+        for _ in range(600):  # until the searchers are up and training runs
+            await asyncio.sleep(0.1)
+            if (tmp_path / 'metrics.jsonl').exists(): break
+        assert len(children() - before) == 2
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError): await task
+    asyncio.run(main())
+    assert children() <= before
+
+
+def test_searcher_timeout_and_dead_worker_fail_loudly():
+    async def main():
+        s = ProcessSearcher('tiny', reward=vowels, tiny=dict(seed=0), timeout=0.05)
+        with pytest.raises(SearcherError, match='did not answer start within'): await s.start()
+        assert s.proc is None
+        s = await ProcessSearcher('tiny', reward=vowels, tiny=dict(seed=0), max_new_tokens=4).start()
+        os.kill(s.proc.pid, signal.SIGKILL)
+        with pytest.raises(SearcherError, match='died|went away'):
+            await s.search(T.PromptTask(['hi'], vowels).prompts(), k=2)
+        await s.aclose()
+    asyncio.run(main())
+
+
+def test_config_errors_come_before_any_model_loads(monkeypatch):
+    import tba_kit.loop as L
+    monkeypatch.setattr(L, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
+    with pytest.raises(ValueError, match="did you mean 'p_recent'"): asyncio.run(run(model='tiny', p_recnt=0.5))
+    with pytest.raises(ValueError, match='needs k >= 2'): asyncio.run(run(model='tiny', k=1))
