@@ -121,3 +121,24 @@ def test_config_errors_come_before_any_model_loads(monkeypatch):
     monkeypatch.setattr(L, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
     with pytest.raises(ValueError, match="did you mean 'p_recent'"): asyncio.run(run(model='tiny', p_recnt=0.5))
     with pytest.raises(ValueError, match='needs k >= 2'): asyncio.run(run(model='tiny', k=1))
+
+
+def test_weight_file_being_installed_is_not_deleted(tmp_path):
+    "A search that took a weight file keeps it alive until it is done, even if newer weights are published meanwhile"
+    from tba_kit.models import tiny_model
+    from tba_kit.searchers import HFSearcher, WeightStore
+    async def main():
+        model, tok = tiny_model()
+        s, store = HFSearcher(model, tok, reward=vowels, max_new_tokens=4), WeightStore(str(tmp_path))
+        p1 = store.publish(model, 1, torch.float32)
+        await s.load_weights(p1, 1)
+        s._pending.take()  # a search has started installing it
+        p2 = store.publish(model, 2, torch.float32)
+        await s.load_weights(p2, 2)
+        store.keep_only(s.pending_paths())
+        assert Path(p1).exists() and Path(p2).exists()
+        s._pending.done()
+        store.keep_only(s.pending_paths())
+        assert not Path(p1).exists() and Path(p2).exists()
+        store.close()
+    asyncio.run(main())
