@@ -142,3 +142,27 @@ def test_weight_file_being_installed_is_not_deleted(tmp_path):
         assert not Path(p1).exists() and Path(p2).exists()
         store.close()
     asyncio.run(main())
+
+
+def test_tba_eval_reads_a_run_checkpoint(tmp_path):
+    from tba_kit.cli import evaluate_target
+    asyncio.run(run(task='t_vowels', steps=1, mode='sync', searcher='thread', eval=False, out_dir=str(tmp_path), **TINY))
+    res = evaluate_target(str(tmp_path))
+    assert res['checkpoint'].endswith('step_000001') and 0 <= res['eval/reward'] <= 1 and 'eval/accuracy' in res
+
+
+def test_lora_policy_is_published_merged_under_base_names():
+    "A LoRA policy's published weights are the merged weights with the base model's parameter names"
+    peft = pytest.importorskip('peft')
+    from tba_kit.models import tiny_model
+    from tba_kit.searchers import install_state, policy_state
+    base, _ = tiny_model(seed=0)
+    names = {n for n, _ in base.named_parameters()}
+    lora = peft.get_peft_model(tiny_model(seed=0)[0], peft.LoraConfig(r=4, target_modules=['q_proj', 'v_proj'], init_lora_weights=False))
+    state = policy_state(lora, torch.float32)
+    assert set(state) == names
+    searcher_model, _ = tiny_model(seed=0)
+    install_state(searcher_model, state)
+    x = torch.tensor([[1, 2, 3, 4]])
+    assert torch.allclose(searcher_model(x).logits, lora(x).logits, atol=1e-5)
+    assert not torch.allclose(searcher_model(x).logits, base(x).logits, atol=1e-3)  # the adapters changed something
