@@ -1,5 +1,5 @@
 "The loop across process boundaries: exact resume, reward faults, timeouts, dead workers, cancellation without orphans."
-import asyncio, json, os, signal, time
+import asyncio, json, os, signal
 from pathlib import Path
 
 import pytest
@@ -7,7 +7,6 @@ import torch
 from safetensors.torch import load_file
 
 import tba_kit.tasks as T
-from tba_kit.config import Config
 from tba_kit.loop import find_checkpoint, run
 from tba_kit.searchers import ProcessSearcher, SearcherError
 from tba_kit.tasks import PromptTask, RewardError, completion_text
