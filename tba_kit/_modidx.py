@@ -340,6 +340,6 @@ d = { 'settings': { 'branch': 'main',
                                  'tba_kit.trainer.Trainer.step': ('trainer.html#trainer.step', 'tba_kit/trainer.py'),
                                  'tba_kit.trainer.Trainer.version': ('trainer.html#trainer.version', 'tba_kit/trainer.py'),
                                  'tba_kit.trainer._set_beta': ('trainer.html#_set_beta', 'tba_kit/trainer.py'),
-                                 'tba_kit.trainer.lr_schedule': ('trainer.html#lr_schedule', 'tba_kit/trainer.py'),
+                                 'tba_kit.trainer.lr_scheduler': ('trainer.html#lr_scheduler', 'tba_kit/trainer.py'),
                                  'tba_kit.trainer.select_rows': ('trainer.html#select_rows', 'tba_kit/trainer.py'),
                                  'tba_kit.trainer.split_groups': ('trainer.html#split_groups', 'tba_kit/trainer.py')}}}
