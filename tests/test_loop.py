@@ -168,3 +168,22 @@ def test_lora_policy_is_published_merged_under_base_names():
     x = torch.tensor([[1, 2, 3, 4]])
     assert torch.allclose(searcher_model(x).logits, lora(x).logits, atol=1e-5)
     assert not torch.allclose(searcher_model(x).logits, base(x).logits, atol=1e-3)  # the adapters changed something
+
+
+def test_lora_and_trainer_side_reference_in_full_runs(tmp_path):
+    "A LoRA policy trains through the whole loop (process searcher gets merged weights); the trainer can compute the reference"
+    pytest.importorskip('peft')
+    from tba_kit.models import tiny_model
+    folder = tmp_path / 'tiny'
+    m, tok = tiny_model(seed=0)
+    m.save_pretrained(folder); tok.save_pretrained(folder)
+    kw = {k: v for k, v in TINY.items() if k not in ('model', 'progress')}
+    s = asyncio.run(run(dict(kw, model=str(folder), lora=dict(r=4, target_modules=['q_proj', 'v_proj']), task='t_vowels', steps=2,
+                             searcher='process', eval=False, out_dir=str(tmp_path / 'lora')), progress=False))
+    assert s.steps == 2
+    policy = load_file(find_checkpoint(tmp_path / 'lora') / 'policy.safetensors')
+    assert any('lora_' in k for k in policy)  # the adapters are what is checkpointed
+    s = asyncio.run(run(dict(kw, model='tiny', task='t_vowels', steps=2, ref_on='trainer', searcher='thread', eval=False,
+                             out_dir=str(tmp_path / 'ref')), progress=False))
+    rows = [r for r in map(json.loads, open(tmp_path / 'ref' / 'metrics.jsonl')) if 'train/step' in r]
+    assert len(rows) == 2 and all(abs(r['kl/mean']) < 50 for r in rows)  # reference log-probs were filled in (no NaN)

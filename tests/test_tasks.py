@@ -1,5 +1,5 @@
 "The paper's tasks end to end on a CPU: a few real loop steps with small settings, and their shipped configs validate."
-import asyncio, json
+import asyncio, json, math
 from pathlib import Path
 
 import pytest
@@ -10,7 +10,7 @@ from tba_kit.loop import run
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize('name', ['quickstart', 'gsm8k'])
+@pytest.mark.parametrize('name', ['quickstart', 'gsm8k', 'tldr'])
 def test_shipped_configs_validate(name):
     "Every shipped config passes validation as written (no model is loaded)"
     Config.load(ROOT / 'configs' / f'{name}.yaml')
@@ -25,3 +25,20 @@ def test_gsm8k_smoke(tmp_path):
     assert set(summary.eval_after) >= {'eval/pass@1', 'eval/answered'}
     rows = [json.loads(l) for l in open(tmp_path / 'run' / 'metrics.jsonl')]
     assert sum('train/step' in r for r in rows) == 3
+
+
+def test_tldr_smoke(tmp_path):
+    "TL;DR (fixture posts, tiny random reward and gold models) through the async loop: trains, evaluates win rate and perplexity"
+    from tba_kit.models import tiny_model
+    from tba_kit.tasks import TASKS
+    from tba_kit.tldr import TLDRTask, tiny_reward_model
+    ref, tok = tiny_model(seed=0)
+    TASKS['t_tldr'] = lambda **kw: TLDRTask(tiny_reward_model(0), tiny_reward_model(1), eos_token_id=tok.eos_token_id,
+                                            source='fixture', ref_model=ref, ref_tokenizer=tok)
+    summary = asyncio.run(run(dict(model='tiny', task='t_tldr', k=4, prompts_per_step=2, search_prompts=2, max_new_tokens=8,
+                                   eval_max_new_tokens=8, prefill=8, precision='fp32', searcher='thread', steps=3,
+                                   p_recent=0.5, inv_temp=1.0, out_dir=str(tmp_path / 'run')), progress=False))
+    assert summary.steps == 3
+    assert set(summary.eval_after) >= {'eval/win_rate', 'eval/gold_score', 'eval/ref_perplexity'}
+    rows = [r for r in map(json.loads, open(tmp_path / 'run' / 'metrics.jsonl')) if 'train/step' in r]
+    assert len(rows) == 3 and all(math.isfinite(r['sample/reward_mean']) for r in rows)
