@@ -10,7 +10,7 @@ from tba_kit.loop import run
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize('name', ['quickstart', 'gsm8k', 'tldr'])
+@pytest.mark.parametrize('name', ['quickstart', 'gsm8k', 'tldr', 'redteam'])
 def test_shipped_configs_validate(name):
     "Every shipped config passes validation as written (no model is loaded)"
     Config.load(ROOT / 'configs' / f'{name}.yaml')
@@ -40,5 +40,22 @@ def test_tldr_smoke(tmp_path):
                                    p_recent=0.5, inv_temp=1.0, out_dir=str(tmp_path / 'run')), progress=False))
     assert summary.steps == 3
     assert set(summary.eval_after) >= {'eval/win_rate', 'eval/gold_score', 'eval/ref_perplexity'}
+    rows = [r for r in map(json.loads, open(tmp_path / 'run' / 'metrics.jsonl')) if 'train/step' in r]
+    assert len(rows) == 3 and all(math.isfinite(r['sample/reward_mean']) for r in rows)
+
+
+def test_redteam_smoke(tmp_path):
+    "Red-teaming (tiny attacker, tiny victim answering twice, garak lexicon proxy) through the async loop: trains, ASR and diversity"
+    pytest.importorskip('sentence_transformers')
+    from tba_kit.models import tiny_model
+    from tba_kit.redteam import RedTeamTask, Victim
+    from tba_kit.tasks import TASKS
+    victim, tok = tiny_model(seed=5)
+    TASKS['t_redteam'] = lambda **kw: RedTeamTask(Victim(victim, tok, n=2, max_new_tokens=6), n_train=6, n_test=3)
+    summary = asyncio.run(run(dict(model='tiny', task='t_redteam', k=4, prompts_per_step=2, search_prompts=2, max_new_tokens=8,
+                                   eval_max_new_tokens=8, prefill=8, precision='fp32', searcher='thread', steps=3, p_recent=0.5,
+                                   beta=0.05, out_dir=str(tmp_path / 'run')), progress=False))
+    assert summary.steps == 3
+    assert set(summary.eval_after) >= {'eval/asr', 'eval/toxicity', 'eval/diversity'}
     rows = [r for r in map(json.loads, open(tmp_path / 'run' / 'metrics.jsonl')) if 'train/step' in r]
     assert len(rows) == 3 and all(math.isfinite(r['sample/reward_mean']) for r in rows)
