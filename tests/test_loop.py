@@ -187,3 +187,12 @@ def test_lora_and_trainer_side_reference_in_full_runs(tmp_path):
                              out_dir=str(tmp_path / 'ref')), progress=False))
     rows = [r for r in map(json.loads, open(tmp_path / 'ref' / 'metrics.jsonl')) if 'train/step' in r]
     assert len(rows) == 2 and all(abs(r['kl/mean']) < 50 for r in rows)  # reference log-probs were filled in (no NaN)
+
+
+def test_diversity_metrics_are_logged_without_stalling(tmp_path):
+    "diversity_every: measurements of the latest search run in a worker thread and land in later rows of metrics.jsonl"
+    asyncio.run(run(task='t_vowels', steps=5, searcher='thread', eval=False, diversity_every=1, diversity_embedding=False,
+                    out_dir=str(tmp_path), **TINY))
+    rows = [r for r in map(json.loads, open(tmp_path / 'metrics.jsonl')) if 'diversity/distinct_1' in r]
+    assert rows and all(0 <= r['diversity/distinct_1'] <= 1 and r['diversity/of_step'] <= r['step'] for r in rows)
+    assert {'diversity/self_bleu', 'diversity/distinct_correct', 'diversity/seconds'} <= set(rows[0])
