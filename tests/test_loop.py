@@ -10,6 +10,7 @@ import tba_kit.tasks as T
 from tba_kit.loop import find_checkpoint, run
 from tba_kit.searchers import ProcessSearcher, SearcherError
 from tba_kit.tasks import PromptTask, RewardError, completion_text
+from conftest import live_children
 
 
 def vowels(prompts, completions, **kw):
@@ -37,13 +38,7 @@ TINY = dict(model='tiny', k=4, prompts_per_step=2, search_prompts=2, max_new_tok
 
 def children() -> set:
     "PIDs of this process's live searcher workers (spawned children other than multiprocessing's resource tracker)"
-    out = set()
-    for d in Path('/proc').iterdir():
-        if not d.name.isdigit(): continue
-        try: stat, cmd = (d / 'stat').read_text().rsplit(')', 1)[1].split(), (d / 'cmdline').read_bytes()
-        except OSError: continue
-        if int(stat[1]) == os.getpid() and stat[0] != 'Z' and b'spawn_main' in cmd: out.add(int(d.name))
-    return out
+    return live_children(lambda cmd: b'spawn_main' in cmd)
 
 
 def test_resume_continues_exactly(tmp_path):

