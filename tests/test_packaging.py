@@ -5,7 +5,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ['tba_kit', 'tba_kit.core', 'tba_kit.objectives', 'tba_kit.buffer', 'tba_kit.samplers', 'tba_kit.enumerable',
            'tba_kit.models', 'tba_kit.tasks', 'tba_kit.searchers', 'tba_kit.trainer', 'tba_kit.config', 'tba_kit.loop',
-           'tba_kit.cli', 'tba_kit.metrics', 'tba_kit.gsm8k', 'tba_kit.tldr', 'tba_kit.redteam', 'tba_kit.vllm_searcher', 'tba_kit.viz']
+           'tba_kit.cli', 'tba_kit.metrics', 'tba_kit.gsm8k', 'tba_kit.tldr', 'tba_kit.redteam', 'tba_kit.vllm_searcher', 'tba_kit.viz', 'tba_kit.dashboard']
 
 
 def test_import_has_no_heavy_or_optional_dependencies():
