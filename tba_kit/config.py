@@ -11,11 +11,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['OBJECTIVES', 'SAMPLERS', 'Config']
+__all__ = ['OBJECTIVES', 'SAMPLERS', 'LOGGERS', 'Config']
 
 # %% ../nbs/09_config.ipynb #3ffc9495
 OBJECTIVES = ('vargrad', 'tb', 'ppo', 'grpo', 'rloo', 'dr_grpo')
 SAMPLERS = ('mixed', 'reward', 'recency', 'uniform')
+LOGGERS = ('tensorboard', 'wandb')
 
 @dataclass
 class Config:
@@ -81,6 +82,8 @@ class Config:
     eval:bool = True  # evaluate before and after training
     diversity_every:int = 0  # steps between diversity measurements of the latest search (0: off; metrics notebook)
     diversity_embedding:bool = True  # include the sentence-embedding diversity (loads all-MiniLM-L6-v2)
+    log_with:list = field(default_factory=list)  # also send metrics to 'tensorboard' and/or 'wandb' (each needs its package)
+    wandb_project:str = 'tba_kit'  # the wandb project of the run (log_with: [wandb]; WANDB_MODE=offline works without network)
     checkpoint_every:int = 0  # steps between checkpoints (0: at the end only)
     keep_checkpoints:int = 2
     out_dir:str = 'runs/run'
@@ -123,6 +126,8 @@ class Config:
         need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
         need(self.buffer_capacity >= self.k, 'buffer_capacity', f"must hold at least k = {self.k} completions per prompt, got {self.buffer_capacity}")
         need(self.max_staleness is None or self.max_staleness >= 0, 'max_staleness', "must be >= 0 or null")
+        bad = [x for x in self.log_with if x not in LOGGERS]
+        need(not bad, 'log_with', f"unknown logger(s) {bad}: choose from {LOGGERS}")
 
     @classmethod
     def from_dict(cls, d:dict) -> Config:
@@ -169,12 +174,13 @@ def _hints(): return typing.get_type_hints(Config)
 def _options(hint) -> tuple: return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
 
 def _coerce(value, hint):
-    "YAML reads `3e-5` as a string and `0` (a core list) as a number: make them what a float / string field means"
+    "YAML reads `3e-5` as a string, `0` (a core list) as a number and `wandb,tensorboard` as a string: make them what the field means"
     opts = _options(hint)
     if isinstance(value, str) and float in opts:
         try: return float(value)
         except ValueError: pass
     if isinstance(value, int) and not isinstance(value, bool) and str in opts and int not in opts and float not in opts: return str(value)
+    if isinstance(value, str) and list in opts: return [x.strip() for x in value.split(',') if x.strip()]  # --log_with=wandb,tensorboard
     return value
 
 def _check_type(name, value, hint):

@@ -1,4 +1,4 @@
-"""A live ipywidgets panel for a run in Jupyter: progress, key numbers, the reward and accuracy figure, and a stop button that ends the run cleanly with a checkpoint. Outside Jupyter the same call shows the terminal progress bar.
+"""A live ipywidgets panel for a run in Jupyter: progress, key numbers, the run's figures (reward and accuracy, health, timeline, diversity), and a stop button that ends the run cleanly with a checkpoint. Outside Jupyter the same call shows the terminal progress bar.
 
 Docs: https://tba-kit.github.io/tba_kit/dashboard.html.md"""
 
@@ -10,25 +10,29 @@ import html
 
 from .loop import run
 from .models import require
-from .viz import curves
+from .viz import curves, diversity, health, timeline
 
 # %% auto #0
 __all__ = ['Dashboard', 'in_jupyter', 'run_dashboard']
 
 # %% ../nbs/13_dashboard.ipynb #c815cdf6
 class Dashboard:
-    "ipywidgets panel for a live run: progress, key numbers, figure, stop button"
-    def __init__(self, run, every:int=5):  # a `loop.Run`; redraw the figure every `every` steps
+    "ipywidgets panel for a live run: progress, key numbers, figures in tabs, stop button"
+    def __init__(self, run, every:int=5, window:float=300.):  # a `loop.Run`; redraw every `every` steps; timeline seconds
         w = require('ipywidgets', 'pip install ipywidgets')
-        self.run, self.every, self.w = run, every, w
+        self.run, self.every, self.window = run, every, window
         cfg = run.cfg
         self.progress = w.IntProgress(value=run.trainer.step_count, min=0, max=cfg.steps, description=f"{cfg.mode} {cfg.objective}")
         self.status = w.Label(f"step {run.trainer.step_count} / {cfg.steps}")
         self.numbers = w.HTML()
         self.stop_button = w.Button(description='Stop and checkpoint', button_style='danger', icon='stop')
         self.stop_button.on_click(lambda _: self.stop())
-        self.figure, self.fig = w.Output(), None
-        self.panel = w.VBox([w.HBox([self.progress, self.status, self.stop_button]), self.numbers, self.figure])
+        self.draws = {'reward & accuracy': lambda rows: curves(rows, window=self.every), 'health': health,
+                      'timeline': lambda _: timeline(self.run, last=self.window)}
+        if cfg.diversity_every: self.draws['diversity'] = diversity
+        self.outputs, self.figs = {name: w.Output() for name in self.draws}, {}
+        self.tabs = w.Tab(children=list(self.outputs.values()), titles=list(self.outputs))
+        self.panel = w.VBox([w.HBox([self.progress, self.status, self.stop_button]), self.numbers, self.tabs])
         from IPython.display import display
         display(self.panel)
 
@@ -42,12 +46,15 @@ class Dashboard:
         if self.every and self.progress.value % self.every == 0: self.draw()
 
     def draw(self):
-        "Redraw the reward / accuracy figure from the run's metric rows"
+        "Redraw the figures from the run's rows (a figure with nothing to show yet keeps its tab empty)"
         from IPython.display import display
-        self.fig = curves(list(self.run.log.rows), window=self.every)
-        with self.figure:
-            self.figure.clear_output(wait=True)
-            display(self.fig)
+        rows = list(self.run.log.rows)
+        for name, draw in self.draws.items():
+            try: self.figs[name] = draw(rows)
+            except ValueError: continue  # e.g. no diversity measured yet
+            with self.outputs[name]:
+                self.outputs[name].clear_output(wait=True)
+                display(self.figs[name])
 
     def stop(self):
         "Ask the run to stop after the current step (final evaluation and checkpoint still happen)"

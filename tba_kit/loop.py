@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/loop.html.md"""
 
 # %% ../nbs/10_loop.ipynb #10e1b7ec
 from __future__ import annotations
-import asyncio, copy, json, os, random, shutil, sys, tempfile, time
+import asyncio, copy, json, math, os, random, shutil, sys, tempfile, time, uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,8 +26,9 @@ from .trainer import BetaSchedule, Trainer
 from .vllm_searcher import VLLMSearcher, import_vllm
 
 # %% auto #0
-__all__ = ['make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog', 'RewardGuard',
-           'save_checkpoint', 'find_checkpoint', 'load_checkpoint', 'RunSummary', 'Run', 'run']
+__all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog',
+           'TensorBoardSink', 'WandbSink', 'RewardGuard', 'save_checkpoint', 'find_checkpoint', 'load_checkpoint',
+           'RunSummary', 'Run', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 def make_objective(cfg:Config):
@@ -95,9 +96,9 @@ class PromptStream:
 
 # %% ../nbs/10_loop.ipynb #62f67543
 class MetricsLog:
-    "Append-only JSONL metrics of a run"
-    def __init__(self, path:Path|None):
-        self.path, self.rows = path, []
+    "Append-only JSONL rows of a run, mirrored to `sinks` (tensorboard, wandb: anything with log(row) and close())"
+    def __init__(self, path:Path|None, sinks:list|None=None):
+        self.path, self.rows, self.sinks = path, [], list(sinks or [])
         if path is not None: path.parent.mkdir(parents=True, exist_ok=True)
 
     def log(self, row:dict):
@@ -105,6 +106,52 @@ class MetricsLog:
         self.rows.append(row)
         if self.path is not None:
             with open(self.path, 'a') as f: f.write(json.dumps(row) + '\n')
+        for s in self.sinks: s.log(row)
+
+    def close(self):
+        for s in self.sinks: s.close()
+        self.sinks = []
+
+def _last_row(path:Path) -> dict|None:
+    "The last complete row of a JSONL file (None when there is none)"
+    if not path.exists(): return None
+    for line in reversed(path.read_text().splitlines()):
+        try: return json.loads(line)
+        except json.JSONDecodeError: continue  # a line cut short by a crash
+    return None
+
+def _scalars(row:dict) -> dict:
+    "The finite numbers of a metric row, without its step"
+    return {k: float(v) for k, v in row.items()
+            if k != 'step' and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+
+class TensorBoardSink:
+    "Metric rows as tensorboard scalars in `out_dir/tensorboard`, at the row's trainer step"
+    needs = ('torch.utils.tensorboard', 'pip install tensorboard')
+    def __init__(self, out_dir:Path, cfg:Config):
+        self.writer = require(*self.needs).SummaryWriter(str(Path(out_dir) / 'tensorboard'))
+
+    def log(self, row:dict):
+        for k, v in _scalars(row).items(): self.writer.add_scalar(k, v, row['step'])
+        self.writer.flush()  # a live run shows in tensorboard at once
+
+    def close(self): self.writer.close()
+
+class WandbSink:
+    "Metric rows logged to a wandb run in `cfg.wandb_project` (id kept in `out_dir/wandb_id`: a resumed run continues it)"
+    needs = ('wandb', 'pip install wandb')
+    def __init__(self, out_dir:Path, cfg:Config):
+        wandb, idf = require(*self.needs), Path(out_dir) / 'wandb_id'
+        run_id = idf.read_text().strip() if idf.exists() else uuid.uuid4().hex[:12]
+        idf.write_text(run_id)
+        self.run = wandb.init(project=cfg.wandb_project, name=Path(out_dir).name, id=run_id, resume='allow', dir=str(out_dir),
+                              config=cfg.to_dict())
+
+    def log(self, row:dict): self.run.log(_scalars(row), step=int(row['step']))
+
+    def close(self): self.run.finish()
+
+SINKS = {'tensorboard': TensorBoardSink, 'wandb': WandbSink}  # the config's `log_with` names
 
 class RewardGuard:
     "Counts failed reward batches; raises once most of them fail"
@@ -188,6 +235,7 @@ class Run:
     def __init__(self, cfg:Config, progress=True):
         self.cfg, self.progress = cfg, progress
         if cfg.searcher == 'vllm': import_vllm()  # says what to install before any model loads
+        for name in cfg.log_with: require(*SINKS[name].needs)
         if cfg.device.startswith('cuda') and not torch.cuda.is_available():
             raise RuntimeError(f"config field 'device': {cfg.device!r} is not available here (torch.cuda.is_available() is False); use device: cpu")
         torch.set_num_threads(cfg.trainer_threads)
@@ -206,7 +254,8 @@ class Run:
         self.sampler = make_sampler(cfg)
         self.stream = PromptStream(self.task.prompts('train'), cfg.seed)
         self.out = Path(cfg.out_dir)
-        self.log = MetricsLog(self.out / 'metrics.jsonl')
+        self.log = MetricsLog(self.out / 'metrics.jsonl')  # its sinks start with the run
+        self.timeline = MetricsLog(self.out / 'timeline.jsonl')
         self.guard = RewardGuard()
         self.searchers, self.store, self.stopping = [], None, False
         self.last_trajs, self.diversity_task = [], None  # the latest search's completions; a measurement in a worker thread
@@ -222,14 +271,18 @@ class Run:
         path = await asyncio.to_thread(self.store.publish, model or self.model, self.trainer.version, dt)
         for s in self.searchers: await s.load_weights(path, self.trainer.version, reset_ref)
         self.store.keep_only(set().union(*(s.pending_paths() for s in self.searchers)) | {path})
+        self.span('trainer', 'sync', t, version=self.trainer.version)
         return time.perf_counter() - t
 
     # searching -----------------------------------------------------------------------------------------------------
     async def search_once(self, searcher, prompts) -> list:
         "One search; a failed reward batch is counted and skipped"
+        t = time.perf_counter()
         try: trajs = await searcher.search(prompts, self.cfg.k)
         except RewardError as e:
+            self.span(searcher.name, 'search', t, completions=0)
             self.guard.failure(e); return []
+        self.span(searcher.name, 'search', t, completions=len(trajs), version=min((x.version for x in trajs), default=None))
         self.guard.success()
         self.search_stats.append((searcher.name, searcher.metrics))
         if trajs: self.last_trajs = trajs
@@ -257,6 +310,10 @@ class Run:
         return out
 
     # evaluation and logging ----------------------------------------------------------------------------------------
+    def span(self, who:str, kind:str, t0:float, **kw):
+        "Add `who` spending [t0, now] on `kind` to the run's timeline (seconds since the run started)"
+        now = time.perf_counter()
+        self.timeline.log({'who': who, 'kind': kind, 'start': t0 - self.t_start, 'end': now - self.t_start, **kw})
     async def evaluate(self, paused:asyncio.Event|None=None) -> dict:
         if not self.cfg.eval or not self.task.prompts('test'): return {}
         if paused is not None: paused.clear()  # no new searches while evaluating
@@ -267,6 +324,7 @@ class Run:
         finally:
             if paused is not None: paused.set()
         self.eval_seconds += time.perf_counter() - t
+        self.span('trainer', 'eval', t, step=self.trainer.step_count)
         return {k: v for k, v in res.items() if k != 'examples'} | {'eval/seconds': time.perf_counter() - t}
 
     def record(self, metrics:dict, bar=None):
@@ -283,8 +341,9 @@ class Run:
 
     # the two schedules ---------------------------------------------------------------------------------------------
     async def train_step(self, batch, sample_stats:dict, wait:float, bar, paused=None):
-        cfg = self.cfg
+        cfg, t = self.cfg, time.perf_counter()
         m = await asyncio.to_thread(self.trainer.step, batch)
+        self.span('trainer', 'train', t, step=self.trainer.step_count)
         m.update(sample_stats); m['train/wait_seconds'] = wait
         if cfg.mode == 'async' and (self.trainer.step_count % cfg.sync_every == 0 or 'ref/reset' in m):
             m['sync/seconds'] = await self.publish(reset_ref='ref/reset' in m)
@@ -391,8 +450,16 @@ class Run:
             self.guard.ok, self.guard.failed = extra.get('guard', (0, 0))
             print(f"tba_kit: resumed from {ck} at step {self.trainer.step_count}", file=sys.stderr)
         self.t_start = time.perf_counter()
+        last = _last_row(self.log.path) if resume is not None else None
+        if last:  # the clocks go on from the last logged row: figures over time stay monotone, time_limit counts all training
+            self.t_start -= last['time/seconds']; self.eval_seconds = last['time/seconds'] - last['time/train_seconds']
+        self.log.sinks = [SINKS[name](self.out, cfg) for name in cfg.log_with]
+        try: return await self._train(resume)
+        finally: self.log.close()
+
+    async def _train(self, resume) -> RunSummary:
+        cfg, bar = self.cfg, None
         self.store = WeightStore()
-        bar = None
         try:
             await asyncio.gather(*(s.start() for s in self.searchers if hasattr(s, 'start')))
             if resume is not None and cfg.ref_reset_every and cfg.ref_on == 'searcher':

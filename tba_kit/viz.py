@@ -1,4 +1,4 @@
-"""plotly figures of a run from its `metrics.jsonl` (finished or still running): reward and accuracy over steps or wall clock, run health, staleness and reward histograms, and the KL-vs-reward view across runs.
+"""plotly figures of a run from its `metrics.jsonl` (finished or still running): reward and accuracy over steps or wall clock, run health, diversity over time, staleness and reward histograms, a timeline of who generated and who trained when, and the KL-vs-reward view across runs.
 
 Docs: https://tba-kit.github.io/tba_kit/viz.html.md"""
 
@@ -12,24 +12,30 @@ from pathlib import Path
 from .models import require
 
 # %% auto #0
-__all__ = ['read_metrics', 'curves', 'health', 'histograms', 'pareto']
+__all__ = ['read_metrics', 'curves', 'health', 'diversity', 'histograms', 'timeline', 'pareto']
 
 # %% ../nbs/12_viz.ipynb #b74556b0
-def read_metrics(run) -> list:
-    "Metric rows of a run: from a run directory, a metrics.jsonl path, or rows already loaded"
+def read_metrics(run, file:str='metrics.jsonl') -> list:
+    "Rows of a run's `file` (metrics or timeline): from a run directory, a .jsonl path, a RunSummary, a live Run, or rows"
     if isinstance(run, list): return run
-    p = Path(run)
-    if p.is_dir(): p = p / 'metrics.jsonl'
-    if not p.exists(): raise FileNotFoundError(f"no metrics at {str(p)!r}: pass a run directory (its out_dir) or a metrics.jsonl file")
+    if hasattr(run, 'log'): return list((run.timeline if file == 'timeline.jsonl' else run.log).rows)  # a live loop.Run
+    p = Path(getattr(run, 'out_dir', run))
+    if p.is_dir(): p = p / file
+    if not p.exists(): raise FileNotFoundError(f"no {file} at {str(p)!r}: pass a run directory (its out_dir) or a .jsonl file")
     rows = []
     for line in p.read_text().splitlines():
         try: rows.append(json.loads(line))
         except json.JSONDecodeError: pass  # a line being written right now
     return rows
 
+def _name(run) -> str:
+    if isinstance(run, list): return 'run'
+    if hasattr(run, 'out'): return run.out.name
+    return Path(getattr(run, 'out_dir', run)).name
+
 def _runs(runs) -> dict:
     if isinstance(runs, dict): return {str(k): read_metrics(v) for k, v in runs.items()}
-    return {Path(runs).name if not isinstance(runs, list) else 'run': read_metrics(runs)}
+    return {_name(runs): read_metrics(runs)}
 
 def _series(rows, key, x='step'):
     "(xs, ys) of rows that have `key`; x is 'step' or 'time' (minutes of training)"
@@ -74,6 +80,27 @@ def health(runs, x:str='step'):
     fig.update_layout(barmode='stack', height=750, margin=dict(t=40, b=40))
     return fig
 
+# %% ../nbs/12_viz.ipynb #46cc36d6
+_DIVERSITY = [('diversity/embedding', 'embedding diversity'), ('diversity/distinct_2', 'distinct-2'),
+              ('diversity/self_bleu', 'self-BLEU (lower: more diverse)'), ('diversity/distinct_correct', 'distinct correct per prompt')]
+
+def diversity(runs):
+    "The diversity measures of one or more runs over training steps"
+    go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
+    runs = _runs(runs)
+    keys = [(k, t) for k, t in _DIVERSITY if any(k in r for rows in runs.values() for r in rows)]
+    if not keys: raise ValueError("no diversity measurements in these runs: run with diversity_every >= 1")
+    fig = sp.make_subplots(rows=1, cols=len(keys), subplot_titles=[t for _, t in keys])
+    for name, rows in runs.items():
+        pts = sorted((r['diversity/of_step'], r) for r in rows if 'diversity/of_step' in r)
+        for i, (key, _) in enumerate(keys):
+            xs = [s for s, r in pts if key in r]
+            fig.add_trace(go.Scatter(x=xs, y=[r[key] for s, r in pts if key in r], mode='lines+markers', name=name,
+                                     legendgroup=name, showlegend=i == 0), 1, i + 1)
+    fig.update_xaxes(title_text='step')
+    fig.update_layout(height=320, margin=dict(t=40, b=40))
+    return fig
+
 # %% ../nbs/12_viz.ipynb #8190d0aa
 def histograms(runs, keys=('buffer/staleness_mean', 'sample/reward_mean')):
     "Histograms over the run's steps of per-step metrics (default: staleness and batch reward)"
@@ -84,6 +111,30 @@ def histograms(runs, keys=('buffer/staleness_mean', 'sample/reward_mean')):
             _, ys = _series(rows, key)
             fig.add_trace(go.Histogram(x=ys, name=f"{name} {key}", opacity=0.7, legendgroup=name), 1, i + 1)
     fig.update_layout(barmode='overlay', height=320, margin=dict(t=40, b=40))
+    return fig
+
+# %% ../nbs/12_viz.ipynb #fcbb22f5
+_KINDS = {'search': '#1f77b4', 'train': '#d62728', 'sync': '#2ca02c', 'eval': '#9467bd'}
+
+def timeline(run, last:float|None=None):
+    "When each searcher generated and when the trainer trained, synced and evaluated (one bar per span of work)"
+    go = require('plotly.graph_objects', 'pip install plotly')
+    spans = read_metrics(run, 'timeline.jsonl')
+    if not spans: raise ValueError("the run's timeline is empty: it has not started working yet")
+    if last is not None:
+        end = max(x['end'] for x in spans)
+        spans = [x for x in spans if x['end'] >= end - last]
+    rows = sorted({x['who'] for x in spans}, key=lambda w: (w != 'trainer', w))  # the trainer on top
+    fig = go.Figure()
+    for kind in [k for k in _KINDS if any(x['kind'] == k for x in spans)]:
+        xs = [x for x in spans if x['kind'] == kind]
+        info = [', '.join(f"{k} {v}" for k, v in x.items() if k not in ('who', 'kind', 'start', 'end') and v is not None) for x in xs]
+        fig.add_trace(go.Bar(y=[x['who'] for x in xs], x=[x['end'] - x['start'] for x in xs], base=[x['start'] for x in xs],
+                             orientation='h', name=kind, marker_color=_KINDS[kind], customdata=info,
+                             hovertemplate='%{base:.2f} s + %{x:.2f} s<br>%{customdata}<extra>' + kind + '</extra>'))
+    fig.update_yaxes(categoryorder='array', categoryarray=rows[::-1])
+    fig.update_layout(barmode='overlay', xaxis_title='seconds since the run started', height=120 + 40 * len(rows),
+                      margin=dict(t=30, b=40))
     return fig
 
 # %% ../nbs/12_viz.ipynb #d4c1e46e

@@ -54,6 +54,12 @@ def test_resume_continues_exactly(tmp_path):
     assert find_checkpoint(tmp_path / 'split').name == 'step_000004'
     rows = [json.loads(l) for l in open(tmp_path / 'split' / 'metrics.jsonl')]
     assert [r['train/step'] for r in rows] == [1, 2, 3, 4]
+    for key in ('time/seconds', 'time/train_seconds'):  # the clocks go on after a resume
+        assert [r[key] for r in rows] == sorted(r[key] for r in rows), key
+    spans = [json.loads(l) for l in open(tmp_path / 'split' / 'timeline.jsonl')]
+    assert [x['step'] for x in spans if x['kind'] == 'train'] == [1, 2, 3, 4]
+    starts = [x['start'] for x in spans if x['kind'] == 'train']
+    assert starts == sorted(starts)
 
 
 def test_async_resume_and_process_searchers(tmp_path):
@@ -191,3 +197,44 @@ def test_diversity_metrics_are_logged_without_stalling(tmp_path):
     rows = [r for r in map(json.loads, open(tmp_path / 'metrics.jsonl')) if 'diversity/distinct_1' in r]
     assert rows and all(0 <= r['diversity/distinct_1'] <= 1 and r['diversity/of_step'] <= r['step'] for r in rows)
     assert {'diversity/self_bleu', 'diversity/distinct_correct', 'diversity/seconds'} <= set(rows[0])
+
+
+def wandb_history(run_dir: Path) -> list:
+    "(step, {key: value}) of every history record wandb wrote offline under run_dir (its .wandb files: LevelDB-log framed protobuf records)"
+    import struct
+    from wandb.proto import wandb_internal_pb2 as pb
+    out = []
+    for f in sorted(run_dir.glob('wandb/offline-run-*/run-*.wandb')):
+        data, pos, rec = f.read_bytes(), 7, b''  # after the file header
+        while pos + 7 <= len(data):
+            if 32768 - pos % 32768 < 7: pos += 32768 - pos % 32768; continue  # block trailer
+            n, kind = struct.unpack('<HB', data[pos + 4:pos + 7])
+            rec, pos = rec + data[pos + 7:pos + 7 + n], pos + 7 + n
+            if kind == 0: break
+            if kind in (2, 3): continue  # first / middle chunk of a record
+            r = pb.Record(); r.ParseFromString(rec); rec = b''
+            if r.WhichOneof('record_type') == 'history':
+                out.append((r.history.step.num, {i.nested_key[0] if i.nested_key else i.key: json.loads(i.value_json) for i in r.history.item}))
+    return out
+
+
+def test_wandb_receives_the_metrics_and_a_resume_continues_its_run(tmp_path, monkeypatch):
+    monkeypatch.setenv('WANDB_MODE', 'offline'); monkeypatch.setenv('WANDB_SILENT', 'true')
+    kw = dict(TINY, task='t_vowels', mode='sync', searcher='thread', eval=False, log_with=['wandb'], wandb_project='tba-test')
+    asyncio.run(run(steps=2, out_dir=str(tmp_path), **kw))
+    run_id = (tmp_path / 'wandb_id').read_text()
+    asyncio.run(run(steps=3, out_dir=str(tmp_path), resume=tmp_path, **kw))
+    assert (tmp_path / 'wandb_id').read_text() == run_id
+    assert {p.name.split('-')[-1] for p in (tmp_path / 'wandb').glob('offline-run-*')} == {run_id}
+    hist = wandb_history(tmp_path)
+    rows = [json.loads(l) for l in open(tmp_path / 'metrics.jsonl')]
+    assert [s for s, _ in hist] == [r['step'] for r in rows] == [1, 2, 3]
+    for (_, h), r in zip(hist, rows):
+        assert h['loss/tb'] == pytest.approx(r['loss/tb']) and h['train/step'] == r['train/step']
+
+
+def test_missing_logger_package_is_named_before_any_model_loads(monkeypatch):
+    import tba_kit.loop as L
+    monkeypatch.setattr(L, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
+    monkeypatch.setitem(L.SINKS, 'wandb', type('Sink', (), {'needs': ('wandb_not_installed_here', 'pip install wandb')}))
+    with pytest.raises(ImportError, match='pip install wandb'): asyncio.run(run(model='tiny', log_with=['wandb']))
