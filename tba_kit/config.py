@@ -35,6 +35,7 @@ class Config:
     beta_final:float|None = None  # linear decay of beta to this value over beta_steps (None: constant)
     beta_steps:int = 0
     log_z_lr:float = 0.1  # learning rate of log Z ('tb' only)
+    gamma:float = 1.0  # reference prior temperature of 'tb' / 'vargrad': target pi_ref^(1/gamma) exp(r/beta) (red-teaming)
     ppo_clip:float = 0.2
     kl_coef:float = 0.  # KL penalty in the reward for the PPO family
     # buffer and sampler
@@ -80,6 +81,7 @@ class Config:
     eval_limit:int|None = None  # evaluate on the first N held-out prompts
     eval_max_new_tokens:int = 32
     eval:bool = True  # evaluate before and after training
+    eval_kl_samples:int = 0  # completions sampled per held-out prompt to log eval/kl, KL(policy || initial policy) (0: off; keeps a frozen copy)
     diversity_every:int = 0  # steps between diversity measurements of the latest search (0: off; metrics notebook)
     diversity_embedding:bool = True  # include the sentence-embedding diversity (loads all-MiniLM-L6-v2)
     log_with:list = field(default_factory=list)  # also send metrics to 'tensorboard' and/or 'wandb' (each needs its package)
@@ -114,12 +116,14 @@ class Config:
         if self.objective != 'tb' and self.objective != 'ppo':
             need(self.k >= 2, 'k', f"{self.objective} compares the completions of a prompt with each other and needs k >= 2 (got {self.k}); use objective 'tb' for k = 1")
         need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}")
+        need(self.gamma > 0, 'gamma', f"must be > 0, got {self.gamma}")
+        need(self.gamma == 1 or self.objective in ('tb', 'vargrad'), 'gamma', f"tempers the reference of the TB objectives; {self.objective!r} has none to temper")
         need(self.beta_final is None or (self.beta_final > 0 and self.beta_steps >= 1), 'beta_final',
              "a decaying beta needs beta_final > 0 and beta_steps >= 1")
         for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'search_prompts', 'sync_every',
                      'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
             need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
-        for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every'):
+        for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples'):
             need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
         need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
         need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")

@@ -33,8 +33,8 @@ __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searc
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 def make_objective(cfg:Config):
     "The objective named by `cfg.objective`"
-    if cfg.objective == 'vargrad': return VarGrad(cfg.beta)
-    if cfg.objective == 'tb': return TrajectoryBalance(cfg.beta, log_z_lr=cfg.log_z_lr)
+    if cfg.objective == 'vargrad': return VarGrad(cfg.beta, gamma=cfg.gamma)
+    if cfg.objective == 'tb': return TrajectoryBalance(cfg.beta, log_z_lr=cfg.log_z_lr, gamma=cfg.gamma)
     adv = {'ppo': 'grpo', 'grpo': 'grpo', 'rloo': 'rloo', 'dr_grpo': 'dr_grpo'}[cfg.objective]
     return PPO(clip=cfg.ppo_clip, advantage=adv, kl_coef=cfg.kl_coef)
 
@@ -242,6 +242,10 @@ class Run:
         torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
         self.task = make_task(cfg.task, **cfg.task_args)
         self.model, self.tok = make_policy(cfg)
+        self.eval_ref = None
+        if cfg.eval_kl_samples:  # eval/kl's reference: a frozen copy of the initial policy
+            ref = _plain(self.model)
+            self.eval_ref = (copy.deepcopy(ref) if ref is self.model else ref).eval().requires_grad_(False)
         tb_family = cfg.objective in ('vargrad', 'tb')
         self.trainer = Trainer(self.model, make_objective(cfg), lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                micro_batch_rows=cfg.micro_batch_rows, precision=cfg.precision, lr_schedule=cfg.lr_schedule,
@@ -320,7 +324,7 @@ class Run:
         t = time.perf_counter()
         try:
             res = await asyncio.to_thread(evaluate, self.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
-                                          64, self.cfg.eval_limit)
+                                          64, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples)
         finally:
             if paused is not None: paused.set()
         self.eval_seconds += time.perf_counter() - t
@@ -455,7 +459,9 @@ class Run:
             self.t_start -= last['time/seconds']; self.eval_seconds = last['time/seconds'] - last['time/train_seconds']
         self.log.sinks = [SINKS[name](self.out, cfg) for name in cfg.log_with]
         try: return await self._train(resume)
-        finally: self.log.close()
+        finally:
+            self.log.close()
+            if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
 
     async def _train(self, resume) -> RunSummary:
         cfg, bar = self.cfg, None

@@ -132,8 +132,9 @@ class HeadLogZ(nn.Module):
         return self.net(prompt_repr.float()).squeeze(-1)
 
 # %% ../nbs/01_objectives.ipynb #379dbe31
-def _check_beta(beta):
+def _check_beta(beta, gamma=1.):
     if not beta > 0: raise ValueError(f"beta must be > 0 (it scales the reward as r/beta), got {beta}")
+    if not gamma > 0: raise ValueError(f"gamma must be > 0 (it scales the reference log-prob as log pi_ref/gamma), got {gamma}")
 
 class Objective(nn.Module):
     "Base of the losses: per-token (or per-sequence) policy log-probs of a `Batch` -> `LossOutput`"
@@ -158,9 +159,10 @@ def tb_residuals(
     ref_logp:Tensor,  # [B] log pi_ref(y|x)
     rewards:Tensor,  # [B] r(x, y)
     beta:float,  # KL coefficient: the target is pi_ref * exp(r / beta)
+    gamma:float=1.,  # temperature of the reference prior: the target is pi_ref^(1/gamma) * exp(r / beta)
 ) -> Tensor:  # [B]
-    "The TB residual delta = log Z + log pi_theta - log pi_ref - r / beta"
-    return log_z + logp - ref_logp - rewards / beta
+    "The TB residual delta = log Z + log pi_theta - log pi_ref / gamma - r / beta"
+    return log_z + logp - ref_logp / gamma - rewards / beta
 
 def _tb_output(delta, log_z, logp, ref, rewards):
     loss = delta.pow(2).mean()
@@ -175,15 +177,16 @@ class TrajectoryBalance(Objective):
     def __init__(self,
                  beta:float=1.0,  # KL coefficient; schedules assign `self.beta`
                  log_z:nn.Module|None=None,  # ScalarLogZ (default), TableLogZ or HeadLogZ
-                 log_z_lr:float=1e-2):  # learning rate of the log Z parameters (larger than the policy's)
+                 log_z_lr:float=1e-2,  # learning rate of the log Z parameters (larger than the policy's)
+                 gamma:float=1.):  # reference prior temperature: target pi_ref^(1/gamma) exp(r/beta) (red-teaming)
         super().__init__()
-        _check_beta(beta)
-        self.beta, self.log_z, self.log_z_lr = beta, (log_z if log_z is not None else ScalarLogZ()), log_z_lr
+        _check_beta(beta, gamma)
+        self.beta, self.log_z, self.log_z_lr, self.gamma = beta, (log_z if log_z is not None else ScalarLogZ()), log_z_lr, gamma
 
     def forward(self, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None) -> LossOutput:
         logp, ref, rewards = self._sequence_inputs(logprobs, batch)
         log_z = self.log_z(batch, prompt_repr)  # [B]
-        return _tb_output(tb_residuals(log_z, logp, ref, rewards, self.beta), log_z, logp, ref, rewards)
+        return _tb_output(tb_residuals(log_z, logp, ref, rewards, self.beta, self.gamma), log_z, logp, ref, rewards)
 
     def param_groups(self) -> list:
         return [dict(params=list(self.log_z.parameters()), lr=self.log_z_lr, weight_decay=0.)]
@@ -195,22 +198,25 @@ def vargrad_log_z(
     rewards:Tensor,  # [B] r(x, y)
     group:Tensor,  # [B] group index
     beta:float,  # KL coefficient
+    gamma:float=1.,  # reference prior temperature
 ) -> Tensor:  # [B], detached
-    "VarGrad estimate of log Z(x): the group mean of r/beta - log pi_theta + log pi_ref, without gradient"
-    return group_mean((rewards / beta - logp + ref_logp).detach(), group)
+    "VarGrad estimate of log Z(x): the group mean of r/beta - log pi_theta + log pi_ref/gamma, without gradient"
+    return group_mean((rewards / beta - logp + ref_logp / gamma).detach(), group)
 
 class VarGrad(Objective):
     "TB whose log Z is the detached per-prompt mean estimate (the loss TBA trains with)"
-    def __init__(self, beta:float=1.0):  # KL coefficient; schedules assign `self.beta`
+    def __init__(self,
+                 beta:float=1.0,  # KL coefficient; schedules assign `self.beta`
+                 gamma:float=1.):  # reference prior temperature: target pi_ref^(1/gamma) exp(r/beta) (red-teaming)
         super().__init__()
-        _check_beta(beta)
-        self.beta = beta
+        _check_beta(beta, gamma)
+        self.beta, self.gamma = beta, gamma
 
     def forward(self, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None) -> LossOutput:
         check_groups(batch, 'VarGrad')
         logp, ref, rewards = self._sequence_inputs(logprobs, batch)
-        log_z = vargrad_log_z(logp, ref, rewards, batch.group, self.beta)  # [B]
-        return _tb_output(tb_residuals(log_z, logp, ref, rewards, self.beta), log_z, logp, ref, rewards)
+        log_z = vargrad_log_z(logp, ref, rewards, batch.group, self.beta, self.gamma)  # [B]
+        return _tb_output(tb_residuals(log_z, logp, ref, rewards, self.beta, self.gamma), log_z, logp, ref, rewards)
 
 # %% ../nbs/01_objectives.ipynb #c79f95f9
 def group_advantages(

@@ -20,7 +20,7 @@ from .tasks import Prompt, score
 
 # %% auto #0
 __all__ = ['Searcher', 'policy_state', 'install_state', 'WeightStore', 'read_state', 'generate_completions',
-           'sequence_logprob_sums', 'HFSearcher', 'SearcherError', 'ProcessSearcher', 'evaluate']
+           'sequence_logprob_sums', 'HFSearcher', 'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -387,17 +387,36 @@ def evaluate(
     max_new_tokens:int=64,
     batch_size:int=64,
     limit:int|None=None,  # first `limit` prompts only
+    ref:nn.Module|None=None,  # reference policy (e.g. the initial / SFT model) for the KL estimate
+    kl_samples:int=0,  # completions sampled per prompt to estimate KL(pi || ref) as eval/kl (0: no KL)
 ) -> dict:
     "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [...]}"
     prompts = task.prompts(split)[:limit]
     if not prompts: raise ValueError(f"task {task.name!r} has no {split!r} prompts to evaluate on")
+    pids = _encode(tokenizer, [p.messages for p in prompts])
     was_training = model.training
     model.eval()
     try:
-        groups = generate_completions(model, tokenizer, _encode(tokenizer, [p.messages for p in prompts]), k=1, greedy=True,
-                                      max_new_tokens=max_new_tokens, batch_size=batch_size)
+        groups = generate_completions(model, tokenizer, pids, k=1, greedy=True, max_new_tokens=max_new_tokens, batch_size=batch_size)
+        kl = kl_to_reference(model, ref, tokenizer, pids, kl_samples, max_new_tokens, batch_size) if ref is not None and kl_samples else None
     finally: model.train(was_training)
     texts = tokenizer.batch_decode([g[0][0] for g in groups], skip_special_tokens=True)
     res = {f'eval/{k}': v for k, v in task.evaluate(prompts, texts).items()}
+    if kl is not None: res['eval/kl'] = kl
     res['examples'] = [(p.text(), t) for p, t in zip(prompts[:3], texts[:3])]
     return res
+
+@torch.no_grad()
+def kl_to_reference(
+    model:nn.Module, ref:nn.Module, tokenizer,
+    prompt_ids:list,  # token ids of each prompt
+    samples:int=4,  # completions sampled per prompt
+    max_new_tokens:int=64,
+    batch_size:int=64,
+) -> float:
+    "Monte-Carlo KL(pi || ref) in nats per completion: mean of log pi(y|x) - log ref(y|x) over y ~ pi (temperature 1)"
+    groups = generate_completions(model, tokenizer, prompt_ids, k=samples, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    P = [p for p, g in zip(prompt_ids, groups) for _ in g]
+    logp = [float(lp.sum()) for g in groups for _, lp in g]
+    ref_lp = sequence_logprob_sums(ref, P, [c for g in groups for c, _ in g], tokenizer.pad_token_id, batch_size)
+    return sum(a - b for a, b in zip(logp, ref_lp)) / len(logp)

@@ -24,14 +24,15 @@ class RewardModel:
     "A scalar reward model: score(prompts, completions) -> list of floats"
     def __init__(self,
                  model:str|nn.Module,  # hub name / folder, or a loaded AutoModelForSequenceClassification
-                 tokenizer=None,  # needed when `model` is a module
+                 tokenizer=None,  # a tokenizer, or its hub name / folder (default: the model's own); needed for a module
                  batch_size:int=16,
                  max_length:int=1024,  # longest prompt + completion scored (longer inputs keep their end)
                  device:str='cpu'):
         if isinstance(model, str):
             tf = require('transformers', 'pip install transformers')
-            tokenizer = tokenizer or tf.AutoTokenizer.from_pretrained(model)
+            tokenizer = tokenizer or model
             model = tf.AutoModelForSequenceClassification.from_pretrained(model).to(device)
+        if isinstance(tokenizer, str): tokenizer = require('transformers', 'pip install transformers').AutoTokenizer.from_pretrained(tokenizer)
         if tokenizer is None: raise ValueError("RewardModel needs the model's tokenizer when given a loaded model")
         if getattr(model.config, 'num_labels', 1) != 1: raise ValueError(f"a reward model has one output, this one has {model.config.num_labels}")
         if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token
@@ -91,15 +92,15 @@ TLDR_FIXTURE = [  # written for tba_kit, in the dataset's format
      'reference_response': " choosing between a better paid office job with a long commute and a remote job that pays less."},
 ]
 
-def _load_tldr(source) -> tuple:
+def _load_tldr(source, test_split:str='validation') -> tuple:
     if isinstance(source, list): return source, []
     if source == 'fixture': return TLDR_FIXTURE[:4], TLDR_FIXTURE[4:]
     ds = require('datasets', 'pip install datasets')
     try: d = ds.load_dataset(source)
     except Exception as e:
         raise RuntimeError(f"could not load TL;DR from {source!r} ({type(e).__name__}: {e}); without network access use source='fixture'") from e
-    test = 'test' if 'test' in d else 'validation'
-    return list(d['train']), list(d[test])
+    if test_split not in d: raise ValueError(f"TL;DR source {source!r} has no split {test_split!r} (test_split); it has {list(d)}")
+    return list(d['train']), list(d[test_split])
 
 # %% ../nbs/06c_tldr.ipynb #93da4120
 class TLDRTask(PromptTask):
@@ -107,16 +108,18 @@ class TLDRTask(PromptTask):
     def __init__(self,
                  reward_model:str|RewardModel,  # the training reward model (hub name / folder, or a RewardModel)
                  gold_model:str|RewardModel|None=None,  # the evaluation judge (default: the training reward model)
+                 gold_tokenizer:str|None=None,  # the gold model's tokenizer, when its repository has none
                  eos_token_id:int|None=None,  # the policy's end token (-1 reward without it); None: no penalty
                  source:str|list='vwxyzjn/summarize_from_feedback_tldr_3_filtered_oai_preprocessing_1706381144',
                  n_train:int|None=None, n_test:int|None=None,
+                 test_split:str='validation',  # the held-out split (the paper evaluates on the validation posts)
                  ref_model:str|nn.Module|None=None,  # reference (SFT) causal LM for the perplexity (None: skipped)
                  ref_tokenizer=None,
                  device:str='cpu'):
-        as_rm = lambda m: m if isinstance(m, RewardModel) or m is None else RewardModel(m, device=device)
+        as_rm = lambda m, tok=None: m if isinstance(m, RewardModel) or m is None else RewardModel(m, tok, device=device)
         self.rm = as_rm(reward_model)
-        self.gold = as_rm(gold_model) or self.rm
-        train, test = _load_tldr(source)
+        self.gold = as_rm(gold_model, gold_tokenizer) or self.rm
+        train, test = _load_tldr(source, test_split)
         mk = lambda split, i, e: Prompt(f"tldr/{split}/{i}", e['query'], {'reference': e['reference_response']})
         super().__init__([mk('train', i, e) for i, e in enumerate(train[:n_train])], TLDRReward(self.rm, eos_token_id),
                          [mk('test', i, e) for i, e in enumerate(test[:n_test])], name='tldr')

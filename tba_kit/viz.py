@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/viz.html.md"""
 
 # %% ../nbs/12_viz.ipynb #73c8e46c
 from __future__ import annotations
-import json
+import json, math
 from pathlib import Path
 
 from .models import require
@@ -42,20 +42,30 @@ def _series(rows, key, x='step'):
     pts = [(r['step'] if x == 'step' else r.get('time/train_seconds', 0.) / 60, r[key]) for r in rows if key in r]
     return [a for a, _ in pts], [b for _, b in pts]
 
+def _color(i:int) -> str:
+    "The i-th colour of plotly's default palette: one colour per run across every panel of a figure"
+    palette = require('plotly.colors', 'pip install plotly').qualitative.Plotly
+    return palette[i % len(palette)]
+
 def _rolling(ys, w):
     return [sum(ys[max(0, i - w + 1):i + 1]) / len(ys[max(0, i - w + 1):i + 1]) for i in range(len(ys))]
 
-# %% ../nbs/12_viz.ipynb #10ce438d
+# %% ../nbs/12_viz.ipynb #ba9026e5
 def curves(runs, x:str='step', window:int=10, reward_key:str='reward/mean', eval_key:str='eval/accuracy'):
-    "Batch reward (rolling mean) and held-out accuracy of one or more runs over steps or training minutes"
+    "Batch reward (rolling mean) and held-out accuracy (when evaluated) of one or more runs over steps or training minutes"
     if x not in ('step', 'time'): raise ValueError(f"x must be 'step' or 'time', got {x!r}")
     go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
-    fig = sp.make_subplots(rows=1, cols=2, subplot_titles=(f"{reward_key} (rolling {window})", eval_key))
-    for name, rows in _runs(runs).items():
+    runs = _runs(runs)
+    evaluated = any(eval_key in r for rows in runs.values() for r in rows)
+    titles = (f"{reward_key} (rolling {window})",) + ((eval_key,) if evaluated else ())
+    fig = sp.make_subplots(rows=1, cols=len(titles), subplot_titles=titles)
+    for j, (name, rows) in enumerate(runs.items()):
         xs, ys = _series(rows, reward_key, x)
-        fig.add_trace(go.Scatter(x=xs, y=_rolling(ys, window), mode='lines', name=f"{name} reward", legendgroup=name), 1, 1)
-        xs, ys = _series(rows, eval_key, x)
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode='lines+markers', name=f"{name} {eval_key.split('/')[-1]}", legendgroup=name), 1, 2)
+        fig.add_trace(go.Scatter(x=xs, y=_rolling(ys, window), mode='lines', name=f"{name} reward", legendgroup=name, line_color=_color(j)), 1, 1)
+        if evaluated:
+            xs, ys = _series(rows, eval_key, x)
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode='lines+markers', name=f"{name} {eval_key.split('/')[-1]}", legendgroup=name,
+                                     line=dict(color=_color(j), dash='dot')), 1, 2)
     label = 'step' if x == 'step' else 'training minutes'
     fig.update_xaxes(title_text=label)
     fig.update_layout(height=350, margin=dict(t=40, b=40))
@@ -70,33 +80,34 @@ def health(runs, x:str='step'):
     go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
     titles = [t for _, t in _HEALTH] + ['trainer seconds per step (busy / waiting)']
     fig = sp.make_subplots(rows=3, cols=3, subplot_titles=titles)
-    for name, rows in _runs(runs).items():
+    for j, (name, rows) in enumerate(_runs(runs).items()):
         for i, (key, _) in enumerate(_HEALTH):
             xs, ys = _series(rows, key, x)
-            if xs: fig.add_trace(go.Scatter(x=xs, y=ys, mode='lines', name=f"{name} {key}", legendgroup=name, showlegend=False), i // 3 + 1, i % 3 + 1)
+            if xs: fig.add_trace(go.Scatter(x=xs, y=ys, mode='lines', name=f"{name} {key}", legendgroup=name, showlegend=False,
+                                            line_color=_color(j)), i // 3 + 1, i % 3 + 1)
         for key, label in (('train/step_seconds', 'busy'), ('train/wait_seconds', 'waiting')):
             xs, ys = _series([r for r in rows if 'train/step' in r], key, x)
             fig.add_trace(go.Bar(x=xs, y=ys, name=f"{name} {label}", legendgroup=name), 3, 1)
     fig.update_layout(barmode='stack', height=750, margin=dict(t=40, b=40))
     return fig
 
-# %% ../nbs/12_viz.ipynb #46cc36d6
-_DIVERSITY = [('diversity/embedding', 'embedding diversity'), ('diversity/distinct_2', 'distinct-2'),
-              ('diversity/self_bleu', 'self-BLEU (lower: more diverse)'), ('diversity/distinct_correct', 'distinct correct per prompt')]
+# %% ../nbs/12_viz.ipynb #b6015aa6
+_DIVERSITY = [('diversity/embedding', 'embedding diversity'), ('diversity/distinct_1', 'distinct-1'), ('diversity/distinct_2', 'distinct-2'),
+              ('diversity/self_bleu', 'self-BLEU (↓: diverse)'), ('diversity/distinct_correct', 'distinct correct')]
 
 def diversity(runs):
     "The diversity measures of one or more runs over training steps"
     go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
     runs = _runs(runs)
-    keys = [(k, t) for k, t in _DIVERSITY if any(k in r for rows in runs.values() for r in rows)]
+    keys = [(k, t) for k, t in _DIVERSITY if any(math.isfinite(r.get(k, math.nan)) for rows in runs.values() for r in rows)]
     if not keys: raise ValueError("no diversity measurements in these runs: run with diversity_every >= 1")
     fig = sp.make_subplots(rows=1, cols=len(keys), subplot_titles=[t for _, t in keys])
-    for name, rows in runs.items():
+    for j, (name, rows) in enumerate(runs.items()):
         pts = sorted((r['diversity/of_step'], r) for r in rows if 'diversity/of_step' in r)
         for i, (key, _) in enumerate(keys):
             xs = [s for s, r in pts if key in r]
             fig.add_trace(go.Scatter(x=xs, y=[r[key] for s, r in pts if key in r], mode='lines+markers', name=name,
-                                     legendgroup=name, showlegend=i == 0), 1, i + 1)
+                                     legendgroup=name, showlegend=i == 0, line_color=_color(j)), 1, i + 1)
     fig.update_xaxes(title_text='step')
     fig.update_layout(height=320, margin=dict(t=40, b=40))
     return fig
@@ -106,10 +117,10 @@ def histograms(runs, keys=('buffer/staleness_mean', 'sample/reward_mean')):
     "Histograms over the run's steps of per-step metrics (default: staleness and batch reward)"
     go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
     fig = sp.make_subplots(rows=1, cols=len(keys), subplot_titles=keys)
-    for name, rows in _runs(runs).items():
+    for j, (name, rows) in enumerate(_runs(runs).items()):
         for i, key in enumerate(keys):
             _, ys = _series(rows, key)
-            fig.add_trace(go.Histogram(x=ys, name=f"{name} {key}", opacity=0.7, legendgroup=name), 1, i + 1)
+            fig.add_trace(go.Histogram(x=ys, name=f"{name} {key}", opacity=0.7, legendgroup=name, marker_color=_color(j)), 1, i + 1)
     fig.update_layout(barmode='overlay', height=320, margin=dict(t=40, b=40))
     return fig
 
@@ -142,10 +153,10 @@ def pareto(runs:dict, last:int=10, kl_key:str='kl/mean', reward_key:str='reward/
     "One point per run: mean KL to the reference vs mean reward over its last `last` steps"
     go = require('plotly.graph_objects', 'pip install plotly')
     fig = go.Figure()
-    for name, rows in _runs(runs).items():
+    for j, (name, rows) in enumerate(_runs(runs).items()):
         tail = [r for r in rows if kl_key in r and reward_key in r][-last:]
         if not tail: raise ValueError(f"run {name!r} has no steps with both {kl_key!r} and {reward_key!r}")
         kl, rw = sum(r[kl_key] for r in tail) / len(tail), sum(r[reward_key] for r in tail) / len(tail)
-        fig.add_trace(go.Scatter(x=[kl], y=[rw], mode='markers+text', text=[name], textposition='top center', name=name, marker=dict(size=12)))
+        fig.add_trace(go.Scatter(x=[kl], y=[rw], mode='markers+text', text=[name], textposition='top center', name=name, marker=dict(size=12, color=_color(j))))
     fig.update_layout(xaxis_title=f"{kl_key} (last {last} steps)", yaxis_title=reward_key, height=380, margin=dict(t=30, b=40))
     return fig

@@ -238,3 +238,17 @@ def test_missing_logger_package_is_named_before_any_model_loads(monkeypatch):
     monkeypatch.setattr(L, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
     monkeypatch.setitem(L.SINKS, 'wandb', type('Sink', (), {'needs': ('wandb_not_installed_here', 'pip install wandb')}))
     with pytest.raises(ImportError, match='pip install wandb'): asyncio.run(run(model='tiny', log_with=['wandb']))
+
+
+def test_run_closes_a_task_that_holds_resources(tmp_path):
+    "A task with close() (e.g. red-teaming with a vLLM victim) is closed when the run ends, also when it fails"
+    closed = []
+    class Closing(PromptTask):
+        def close(self): closed.append(True)
+    T.TASKS['t_closing'] = lambda **kw: Closing([f'Say word {i}' for i in range(6)], vowels, name='closing')
+    asyncio.run(run(task='t_closing', steps=2, searcher='thread', eval=False, out_dir=str(tmp_path / 'ok'), **TINY))
+    assert closed == [True]
+    T.TASKS['t_closing_broken'] = lambda **kw: Closing([f'Say word {i}' for i in range(6)], broken, name='closing')
+    with pytest.raises(RewardError):
+        asyncio.run(run(task='t_closing_broken', steps=20, searcher='thread', eval=False, out_dir=str(tmp_path / 'bad'), **TINY))
+    assert closed == [True, True]

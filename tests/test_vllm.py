@@ -57,3 +57,19 @@ def test_sync_mode_on_vllm_is_on_policy(tiny_folder, tmp_path):
     steps = [r for r in map(json.loads, open(tmp_path / 'run' / 'metrics.jsonl')) if 'train/step' in r]
     assert [r['buffer/staleness_mean'] for r in steps] == [0.0, 0.0, 0.0]
     assert engine_children() == set()
+
+
+@needs_vllm
+def test_vllm_victim_answers_travels_as_settings_and_shuts_down(tiny_folder):
+    "The red-teaming victim on a real engine: n answers per attack, pickles without its engine, leaves no process behind"
+    import math, pickle
+    from tba_kit.redteam import RedTeamReward, VLLMVictim
+    victim = VLLMVictim(tiny_folder, n=3, max_new_tokens=6, dtype='float32', max_model_len=256, kv_cache_gib=0.25)
+    answers = victim.answer(['hello there friend', 'what now'])
+    assert [len(a) for a in answers] == [3, 3] and all(isinstance(t, str) for a in answers for t in a)
+    travelled = pickle.loads(pickle.dumps(victim))  # as a reward shipped to a searcher process: settings only
+    assert travelled.llm is None and travelled.engine == victim.engine and travelled.n == 3
+    reward = RedTeamReward(victim, toxicity=lambda texts: [0.5] * len(texts), min_words=2)
+    assert asyncio.run(reward(None, ['one two three', 'one'])) == pytest.approx([math.log(0.5), reward.floor])
+    victim.close()
+    assert victim.llm is None and engine_children() == set()

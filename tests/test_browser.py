@@ -1,0 +1,63 @@
+"""Checked as a user sees it: a tutorial notebook executed in a real Jupyter kernel, exported to HTML with nbconvert,
+opened in headless Chromium, and its plotly figures found drawn in the page (plots with traces and data), not only
+present in the notebook's outputs. Chromium comes from Debian (`apt-get install chromium`, done by .ci/run); where it
+is missing the test skips the browser part, unless TBA_KIT_REQUIRE_BROWSER=1 (set by CI) makes that a failure."""
+import os, re, shutil, subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbconvert import HTMLExporter
+from nbconvert.preprocessors import ExecutePreprocessor
+
+ROOT = Path(__file__).resolve().parents[1]
+TUTORIAL = ROOT / 'nbs' / 'tutorials' / 'objectives_compared.ipynb'
+CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+                  '--disable-component-update', '--disable-sync', '--virtual-time-budget=30000']
+
+
+def chromium() -> str | None:
+    found = shutil.which('chromium') or shutil.which('chromium-browser')
+    if found is None and os.environ.get('TBA_KIT_REQUIRE_BROWSER') == '1':
+        pytest.fail('chromium is not installed (apt-get install chromium) but TBA_KIT_REQUIRE_BROWSER=1')
+    return found
+
+
+def browse(browser: str, page: Path, tmp: Path, *args) -> subprocess.CompletedProcess:
+    cmd = [browser, *CHROMIUM_FLAGS, f'--user-data-dir={tmp / "chromium-profile"}', *args, page.as_uri()]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+
+
+def drawn_plots(dom: str) -> list:
+    "For each plotly graph in the page's DOM: (number of drawn traces, number of line / marker points drawn)"
+    plots = re.split(r'<div[^>]*class="[^"]*js-plotly-plot', dom)[1:]
+    out = []
+    for p in plots:
+        traces = len(re.findall(r'<g class="trace (?:scatter|bars)', p))
+        points = sum(d.count('L') + 1 for d in re.findall(r'<path class="js-line" d="(M[^"]*)"', p))
+        points += len(re.findall(r'<path class="point"', p))
+        out.append((traces, points))
+    return out
+
+
+def test_tutorial_figures_render_in_a_browser(tmp_path):
+    nb = nbformat.read(TUTORIAL, as_version=4)
+    ExecutePreprocessor(timeout=900, kernel_name='python3').preprocess(nb, {'metadata': {'path': str(TUTORIAL.parent)}})
+    figures = [o for c in nb.cells if c.cell_type == 'code' for o in c.outputs if 'application/vnd.plotly.v1+json' in o.get('data', {})]
+    assert len(figures) == 3, 'the tutorial shows three figures'
+    assert all('text/html' in o['data'] for o in figures), 'figures must carry an HTML copy for exported pages'
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    page = tmp_path / 'objectives_compared.html'
+    page.write_text(body)
+    browser = chromium()
+    if browser is None: pytest.skip('chromium is not installed (apt-get install chromium); the notebook ran and exported')
+    dom = browse(browser, page, tmp_path, '--dump-dom').stdout
+    plots = drawn_plots(dom)
+    assert len(plots) == 3, f'{len(plots)} plotly graphs drawn in the page, expected 3'
+    # reward curves: 3 runs x 300 steps; diversity: 3 runs x (4 or 5 measures) x 30 measurements; KL vs reward: 3
+    # points (plotly drops collinear points from a line, so the drawn counts are lower)
+    for (traces, points), (min_traces, min_points), name in zip(plots, [(3, 100), (12, 100), (3, 3)], ['curves', 'diversity', 'pareto']):
+        assert traces >= min_traces and points >= min_points, f'{name}: {traces} traces and {points} points drawn'
+    shot = Path(os.environ.get('TBA_KIT_SCREENSHOT_DIR', tmp_path)) / 'objectives_compared.png'
+    browse(browser, page, tmp_path, '--window-size=1200,4200', f'--screenshot={shot}')
+    assert shot.exists() and shot.stat().st_size > 50_000, 'the screenshot of the page is missing or blank'
