@@ -359,14 +359,14 @@ class Run:
         m.update(self.diversity())
         self.record(m, bar)
 
-    def diversity(self) -> dict:
+    def diversity(self, start:bool=True) -> dict:
         "Collect a finished diversity measurement; start the next one (in a worker thread: the trainer never waits on it)"
         cfg, out, task = self.cfg, {}, self.diversity_task
         if task is not None and task.done():
             self.diversity_task = None
             if task.exception() is None: out = task.result()
             else: print(f"tba_kit: diversity metrics failed: {task.exception()!r}", file=sys.stderr)
-        if cfg.diversity_every and self.trainer.step_count % cfg.diversity_every == 0 and self.diversity_task is None and self.last_trajs:
+        if start and cfg.diversity_every and self.trainer.step_count % cfg.diversity_every == 0 and self.diversity_task is None and self.last_trajs:
             t, step = self.last_trajs, self.trainer.step_count
             def measure():
                 t0 = time.perf_counter()
@@ -478,6 +478,9 @@ class Run:
                 tqdm = require('tqdm.auto', 'pip install tqdm').tqdm
                 bar = tqdm(total=cfg.steps, initial=self.trainer.step_count, desc=f"{cfg.mode} {cfg.objective}", dynamic_ncols=True)
             await (self.train_async(bar) if cfg.mode == 'async' else self.train_sync(bar))
+            if self.diversity_task is not None:  # the measurement still in flight: log it rather than drop it
+                await asyncio.wait([self.diversity_task], timeout=cfg.wait_timeout)
+                if d := self.diversity(start=False): self.record(d)
         finally:
             if bar is not None: bar.close()
             await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)

@@ -103,7 +103,7 @@ def diversity(runs):
     if not keys: raise ValueError("no diversity measurements in these runs: run with diversity_every >= 1")
     fig = sp.make_subplots(rows=1, cols=len(keys), subplot_titles=[t for _, t in keys])
     for j, (name, rows) in enumerate(runs.items()):
-        pts = sorted((r['diversity/of_step'], r) for r in rows if 'diversity/of_step' in r)
+        pts = sorted(((r['diversity/of_step'], r) for r in rows if 'diversity/of_step' in r), key=lambda p: p[0])
         for i, (key, _) in enumerate(keys):
             xs = [s for s, r in pts if key in r]
             fig.add_trace(go.Scatter(x=xs, y=[r[key] for s, r in pts if key in r], mode='lines+markers', name=name,
