@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 # %% auto #0
-__all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs']
+__all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'sequence_logprob_sums']
 
 # %% ../nbs/00_core.ipynb #2cf5e21a
 def _as_ids(x, name:str) -> Tensor:
@@ -161,3 +161,29 @@ def sequence_logprobs(
 ) -> Tensor:  # [B]
     "Sum of the per-token log-probs over the completion tokens"
     return torch.where(mask.bool(), token_lp, 0.).sum(-1)
+
+# %% ../nbs/00_core.ipynb #85986d39
+def _device(model:nn.Module) -> torch.device: return next(model.parameters()).device
+
+@torch.inference_mode()
+def sequence_logprob_sums(
+    model:nn.Module,  # a causal LM: model(input_ids=..., attention_mask=...).logits
+    prompt_ids:list,  # [N] prompt ids
+    completion_ids:list,  # [N] completion ids
+    pad_id:int=0,
+    batch_size:int=64,
+) -> list:  # [N] floats
+    "log p(completion | prompt) under `model`: the sum of its per-token log-probs (reference log-probs)"
+    sums = []
+    for s in range(0, len(prompt_ids), batch_size):
+        P, C = prompt_ids[s:s + batch_size], completion_ids[s:s + batch_size]
+        L = max(len(p) + len(c) for p, c in zip(P, C))
+        ids = torch.full((len(P), L), pad_id, dtype=torch.long)
+        mask, comp = torch.zeros(len(P), L, dtype=torch.long), torch.zeros(len(P), L, dtype=torch.bool)
+        for i, (p, c) in enumerate(zip(P, C)):
+            ids[i, :len(p)], ids[i, len(p):len(p) + len(c)] = torch.as_tensor(p), torch.as_tensor(c)
+            mask[i, :len(p) + len(c)], comp[i, len(p):len(p) + len(c)] = 1, True
+        ids, mask, comp = ids.to(_device(model)), mask.to(_device(model)), comp.to(_device(model))
+        lp = token_logprobs(model(input_ids=ids, attention_mask=mask).logits, ids)  # [b, L]
+        sums += sequence_logprobs(lp, comp).tolist()
+    return sums

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Sequence
 
 from .metrics import embedding_diversity
-from .models import require
+from .models import load_model, require, resolve_model
 from .searchers import _encode, generate_completions
-from .vllm_searcher import cpu_binding, import_vllm
+from .vllm_searcher import cpu_binding, engine_kwargs, import_vllm
 from .tasks import Prompt, PromptTask, completion_text
 
 # %% auto #0
@@ -100,11 +100,9 @@ class VLLMVictim:
                  cpu_threads:str|None=None,  # CPU: cores for the engine's threads, e.g. '1'
                  seed:int=0, engine_kw:dict|None=None, timeout:float=120.):  # seconds the engine gets to exit on close
         if n < 1: raise ValueError(f"n (answers per attack) must be >= 1, got {n}")
-        if kv_cache_gib <= 0: raise ValueError(f"kv_cache_gib must be > 0 (the KV cache size in GiB), got {kv_cache_gib}")
         import_vllm()  # says what to install before anything loads
         self.model, self.n, self.max_new_tokens, self.temperature = model, n, max_new_tokens, temperature
-        self.engine = dict(dtype=dtype, max_model_len=max_model_len, kv_cache_memory_bytes=int(kv_cache_gib * 2**30),
-                           enforce_eager=True, seed=seed, disable_log_stats=True) | dict(engine_kw or {})
+        self.engine = engine_kwargs(dtype, max_model_len, kv_cache_gib, seed=seed, engine_kw=engine_kw)
         self.cpu_threads, self.timeout, self.llm, self._lock = cpu_threads, timeout, None, threading.Lock()
 
     def __getstate__(self): return self.__dict__ | {'llm': None, '_lock': None}  # settings travel, the engine does not
@@ -113,7 +111,6 @@ class VLLMVictim:
     def answer(self, attacks:Sequence[str]) -> list:
         "n answers (texts) per attack"
         from vllm import LLM, SamplingParams
-        from tba_kit.models import resolve_model
         with self._lock:  # one request batch at a time: the reward and the evaluation may call from different threads
             if self.llm is None:
                 with cpu_binding(self.cpu_threads): self.llm = LLM(model=resolve_model(self.model), **self.engine)
@@ -184,7 +181,6 @@ def make_redteam_task(victim:str='smollm2-135m-instruct', toxicity:str='lexicon'
     scorer = LexiconToxicity() if toxicity == 'lexicon' else ClassifierToxicity(toxicity, device=device)
     if victim_engine == 'vllm': v = VLLMVictim(victim, n=n_answers, max_new_tokens=victim_max_new_tokens, seed=seed, **(victim_kw or {}))
     else:
-        from tba_kit.models import load_model
         model, tok = load_model(victim, dtype='float32', device=device)
         v = Victim(model, tok, n=n_answers, max_new_tokens=victim_max_new_tokens)
     return RedTeamTask(v, scorer, n_train, n_test, min_words, seed=seed)

@@ -14,13 +14,13 @@ from typing import Protocol, Sequence, runtime_checkable
 import torch
 from torch import nn
 
-from .core import Trajectory, sequence_logprobs, token_logprobs
+from .core import Trajectory, _device, sequence_logprob_sums
 from .models import load_model, require
 from .tasks import Prompt, score
 
 # %% auto #0
-__all__ = ['Searcher', 'policy_state', 'install_state', 'WeightStore', 'read_state', 'generate_completions',
-           'sequence_logprob_sums', 'HFSearcher', 'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference']
+__all__ = ['Searcher', 'policy_state', 'install_state', 'WeightStore', 'read_state', 'generate_completions', 'HFSearcher',
+           'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -89,8 +89,6 @@ def _left_pad(seqs:list, pad_id:int):
         ids[i, P - len(s):] = torch.as_tensor(s, dtype=torch.long); mask[i, P - len(s):] = 1
     return ids, mask
 
-def _device(model) -> torch.device: return next(model.parameters()).device
-
 def _recorder():
     "A logits processor that records the raw log-prob of each sampled token"
     tf = require('transformers', 'pip install transformers')
@@ -138,29 +136,6 @@ def generate_completions(
             if i % k == 0: out.append([])
             out[-1].append((row[:n].clone(), lps[i, :n].clone()))
     return out
-
-@torch.inference_mode()
-def sequence_logprob_sums(
-    model:nn.Module,
-    prompt_ids:list,  # [N] prompt ids
-    completion_ids:list,  # [N] completion ids
-    pad_id:int=0,
-    batch_size:int=64,
-) -> list:  # [N] floats
-    "log p(completion | prompt) under `model`: the sum of its per-token log-probs (reference log-probs)"
-    sums = []
-    for s in range(0, len(prompt_ids), batch_size):
-        P, C = prompt_ids[s:s + batch_size], completion_ids[s:s + batch_size]
-        L = max(len(p) + len(c) for p, c in zip(P, C))
-        ids = torch.full((len(P), L), pad_id, dtype=torch.long)
-        mask, comp = torch.zeros(len(P), L, dtype=torch.long), torch.zeros(len(P), L, dtype=torch.bool)
-        for i, (p, c) in enumerate(zip(P, C)):
-            ids[i, :len(p)], ids[i, len(p):len(p) + len(c)] = torch.as_tensor(p), torch.as_tensor(c)
-            mask[i, :len(p) + len(c)], comp[i, len(p):len(p) + len(c)] = 1, True
-        ids, mask, comp = ids.to(_device(model)), mask.to(_device(model)), comp.to(_device(model))
-        lp = token_logprobs(model(input_ids=ids, attention_mask=mask).logits, ids)  # [b, L]
-        sums += sequence_logprobs(lp, comp).tolist()
-    return sums
 
 # %% ../nbs/07_searchers.ipynb #6e6f3079
 class _Pending:

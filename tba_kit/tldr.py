@@ -12,8 +12,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from .models import require
-from .searchers import _device
+from .core import _device, sequence_logprob_sums
+from .models import load_model, require, tiny_tokenizer
 from .tasks import Prompt, PromptTask, completion_text
 
 # %% auto #0
@@ -53,7 +53,6 @@ class RewardModel:
 def tiny_reward_model(seed:int=0, hidden:int=32) -> RewardModel:
     "A random small Llama reward model over the byte-level tiny tokenizer (tests, offline demos)"
     tf = require('transformers', 'pip install transformers')
-    from tba_kit.models import tiny_tokenizer
     tok = tiny_tokenizer()
     cfg = tf.LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=2, num_labels=1, pad_token_id=tok.pad_token_id)
@@ -71,7 +70,7 @@ class TLDRReward:
 
     def __call__(self, prompts, completions, completion_ids=None, **kw) -> list:
         texts = [completion_text(c) for c in completions]
-        scores = self.rm.score([p if isinstance(p, str) else p[-1]['content'] for p in prompts], texts)
+        scores = self.rm.score([completion_text(p) for p in prompts], texts)  # a prompt comes as text or messages, like a completion
         if completion_ids is None or self.eos is None: return scores
         ended = [len(ids) > 0 and ids[-1] == self.eos for ids in completion_ids]
         return [s if e else self.penalty for s, e in zip(scores, ended)]
@@ -124,7 +123,6 @@ class TLDRTask(PromptTask):
         super().__init__([mk('train', i, e) for i, e in enumerate(train[:n_train])], TLDRReward(self.rm, eos_token_id),
                          [mk('test', i, e) for i, e in enumerate(test[:n_test])], name='tldr')
         if isinstance(ref_model, str):
-            from tba_kit.models import load_model
             ref_model, ref_tokenizer = load_model(ref_model, dtype='float32', device=device)
         self.ref, self.ref_tok = ref_model, ref_tokenizer
 
@@ -138,14 +136,10 @@ class TLDRTask(PromptTask):
         if self.ref is not None: out['ref_perplexity'] = self.perplexity(qs, texts)
         return out
 
-    @torch.no_grad()
     def perplexity(self, prompts:Sequence[str], completions:Sequence[str]) -> float:
         "exp of the mean per-token negative log-likelihood of the completions under the reference model"
-        nll, n = 0., 0
-        for p, c in zip(prompts, completions):
-            P, C = self.ref_tok.encode(p, add_special_tokens=False), self.ref_tok.encode(c, add_special_tokens=False)
-            if not C: continue
-            ids = torch.tensor([P + C], device=_device(self.ref))
-            lp = torch.log_softmax(self.ref(input_ids=ids).logits[0, :-1].float(), -1).gather(-1, ids[0, 1:, None])[:, 0]
-            nll -= lp[len(P) - 1:].sum().item(); n += len(C)
-        return math.exp(nll / n) if n else float('nan')
+        enc = lambda texts: [self.ref_tok.encode(t, add_special_tokens=False) for t in texts]
+        pairs = [(p, c) for p, c in zip(enc(prompts), enc(completions)) if c]
+        if not pairs: return float('nan')
+        lps = sequence_logprob_sums(self.ref, [p for p, _ in pairs], [c for _, c in pairs], self.ref_tok.pad_token_id or 0)
+        return math.exp(-sum(lps) / sum(len(c) for _, c in pairs))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .core import Batch, sequence_logprobs, token_logprobs
+from .core import Batch, _device, sequence_logprobs, token_logprobs
 from .models import require
 from .objectives import HeadLogZ, Objective
 
@@ -96,7 +96,7 @@ class Trainer:
         if precision not in ('bf16-mixed', 'fp32', 'bf16'): raise ValueError(f"precision must be 'bf16-mixed', 'fp32' or 'bf16', got {precision!r}")
         if precision != 'bf16': model.float()
         else: model.to(torch.bfloat16)
-        self.device = next(model.parameters()).device
+        self.device = _device(model)
         self.model, self.objective, self.precision, self.pad_id = model.train(), objective.to(self.device), precision, pad_id
         self.max_grad_norm, self.micro_batch_rows, self.beta, self.ref_reset_every = max_grad_norm, micro_batch_rows, beta, ref_reset_every
         self.ref = copy.deepcopy(model).eval().requires_grad_(False) if ref_model == 'copy' else ref_model

