@@ -1,4 +1,4 @@
-"""A live ipywidgets panel for a run in Jupyter: progress, key numbers, the run's figures (reward and accuracy, health, timeline, diversity), and a stop button that ends the run cleanly with a checkpoint. Outside Jupyter the same call shows the terminal progress bar.
+"""A live ipywidgets panel for a run in Jupyter: progress, key numbers, the run's figures (reward and accuracy, health, timeline, replay buffer, diversity), and a stop button that ends the run cleanly with a checkpoint. Outside Jupyter the same call shows the terminal progress bar.
 
 Docs: https://tba-kit.github.io/tba_kit/dashboard.html.md"""
 
@@ -10,7 +10,7 @@ import html
 
 from .loop import run
 from .models import require
-from .viz import curves, diversity, health, timeline
+from .viz import buffer_histograms, curves, diversity, health, timeline
 
 # %% auto #0
 __all__ = ['Dashboard', 'in_jupyter', 'run_dashboard']
@@ -28,7 +28,7 @@ class Dashboard:
         self.stop_button = w.Button(description='Stop and checkpoint', button_style='danger', icon='stop')
         self.stop_button.on_click(lambda _: self.stop())
         self.draws = {'reward & accuracy': lambda rows: curves(rows, window=self.every), 'health': health,
-                      'timeline': lambda _: timeline(self.run, last=self.window)}
+                      'timeline': lambda _: timeline(self.run, last=self.window), 'buffer': lambda _: buffer_histograms(self.run)}
         if cfg.diversity_every: self.draws['diversity'] = diversity
         self.outputs, self.figs = {name: w.Output() for name in self.draws}, {}
         self.tabs = w.Tab(children=list(self.outputs.values()), titles=list(self.outputs))

@@ -1,4 +1,4 @@
-"""plotly figures of a run from its `metrics.jsonl` (finished or still running): reward and accuracy over steps or wall clock, run health, diversity over time, staleness and reward histograms, a timeline of who generated and who trained when, and the KL-vs-reward view across runs.
+"""plotly figures of a run from its `metrics.jsonl` (finished or still running): reward and accuracy over steps or wall clock, run health, diversity over time, staleness and reward histograms of the replay buffer, a timeline of who generated and who trained when, and the KL-vs-reward view across runs.
 
 Docs: https://tba-kit.github.io/tba_kit/viz.html.md"""
 
@@ -9,10 +9,14 @@ from __future__ import annotations
 import json, math
 from pathlib import Path
 
+import numpy as np
+import torch
+
+from .loop import find_checkpoint
 from .models import require
 
 # %% auto #0
-__all__ = ['read_metrics', 'curves', 'health', 'diversity', 'histograms', 'timeline', 'pareto']
+__all__ = ['read_metrics', 'curves', 'health', 'diversity', 'buffer_histograms', 'histograms', 'timeline', 'pareto']
 
 # %% ../nbs/12_viz.ipynb #b74556b0
 def read_metrics(run, file:str='metrics.jsonl') -> list:
@@ -110,6 +114,43 @@ def diversity(runs):
                                      legendgroup=name, showlegend=i == 0, line_color=_color(j)), 1, i + 1)
     fig.update_xaxes(title_text='step')
     fig.update_layout(height=320, margin=dict(t=40, b=40))
+    return fig
+
+# %% ../nbs/12_viz.ipynb #4db97d3a
+def _buffer_contents(source, version:int|None=None) -> tuple:
+    "(staleness, rewards) of every completion in the buffer of a live Run, a ReplayBuffer, or a run's checkpoint"
+    if hasattr(source, 'buffer') and hasattr(source, 'trainer'):  # a live loop.Run
+        source, version = source.buffer, source.trainer.version if version is None else version
+    if hasattr(source, 'trajectories'):  # a ReplayBuffer
+        trajs = list(source.trajectories())
+        versions, rewards = [t.version for t in trajs], [t.reward for t in trajs]
+    else:
+        ck = find_checkpoint(getattr(source, 'checkpoint', None) or getattr(source, 'out_dir', source))
+        rows = torch.load(ck / 'buffer.pt', weights_only=False)['rows']
+        versions, rewards = rows['version'].tolist(), rows['reward'].tolist()
+        if version is None: version = torch.load(ck / 'state.pt', weights_only=False)['version']
+    if version is None: version = max(versions, default=0)
+    return [version - v for v in versions], rewards
+
+def buffer_histograms(sources, version:int|None=None, bins:int=30):
+    "Staleness (versions behind the trainer) and reward of every completion in the replay buffer of one or more runs"
+    go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
+    named = {str(k): v for k, v in sources.items()} if isinstance(sources, dict) else {'buffer': sources}
+    fig = sp.make_subplots(rows=1, cols=2, subplot_titles=('staleness (versions behind the trainer)', 'reward'))
+    for j, (name, src) in enumerate(named.items()):
+        stale, rewards = _buffer_contents(src, version)
+        if not stale: raise ValueError(f"the replay buffer of {name!r} is empty: nothing has been generated yet")
+        # counted here, drawn as bars: the figure stays small however large the buffer (the dashboard redraws it)
+        counts = np.bincount(np.clip(stale, 0, None))
+        fig.add_trace(go.Bar(x=np.arange(len(counts)), y=counts, name=f"{name} ({len(stale)} completions)", legendgroup=name,
+                             opacity=0.7, marker_color=_color(j)), 1, 1)
+        rewards = np.asarray(rewards, dtype=float)
+        counts, edges = np.histogram(rewards[np.isfinite(rewards)], bins=bins)
+        fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=edges[1] - edges[0], name=f"{name} reward",
+                             legendgroup=name, showlegend=False, opacity=0.7, marker_color=_color(j)), 1, 2)
+    fig.update_xaxes(title_text='versions', dtick=1, row=1, col=1); fig.update_xaxes(title_text='reward', row=1, col=2)
+    fig.update_yaxes(title_text='completions', row=1, col=1)
+    fig.update_layout(barmode='overlay', height=320, margin=dict(t=40, b=40))
     return fig
 
 # %% ../nbs/12_viz.ipynb #8190d0aa

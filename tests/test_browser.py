@@ -29,13 +29,14 @@ def browse(browser: str, page: Path, tmp: Path, *args) -> subprocess.CompletedPr
 
 
 def drawn_plots(dom: str) -> list:
-    "For each plotly graph in the page's DOM: (number of drawn traces, number of line / marker points drawn)"
+    "For each plotly graph in the page's DOM: (number of drawn traces, number of line / marker points and non-empty bars drawn)"
     plots = re.split(r'<div[^>]*class="[^"]*js-plotly-plot', dom)[1:]
     out = []
     for p in plots:
         traces = len(re.findall(r'<g class="trace (?:scatter|bars)', p))
         points = sum(d.count('L') + 1 for d in re.findall(r'<path class="js-line" d="(M[^"]*)"', p))
         points += len(re.findall(r'<path class="point"', p))
+        points += sum(top != bottom for top, bottom in re.findall(r'<g class="point"><path d="M[\d.]+,([\d.]+)V([\d.]+)H', p))
         out.append((traces, points))
     return out
 
@@ -44,7 +45,7 @@ def test_tutorial_figures_render_in_a_browser(tmp_path):
     nb = nbformat.read(TUTORIAL, as_version=4)
     ExecutePreprocessor(timeout=900, kernel_name='python3').preprocess(nb, {'metadata': {'path': str(TUTORIAL.parent)}})
     figures = [o for c in nb.cells if c.cell_type == 'code' for o in c.outputs if 'application/vnd.plotly.v1+json' in o.get('data', {})]
-    assert len(figures) == 3, 'the tutorial shows three figures'
+    assert len(figures) == 4, 'the tutorial shows four figures'
     assert all('text/html' in o['data'] for o in figures), 'figures must carry an HTML copy for exported pages'
     body, _ = HTMLExporter().from_notebook_node(nb)
     page = tmp_path / 'objectives_compared.html'
@@ -53,10 +54,12 @@ def test_tutorial_figures_render_in_a_browser(tmp_path):
     if browser is None: pytest.skip('chromium is not installed (apt-get install chromium); the notebook ran and exported')
     dom = browse(browser, page, tmp_path, '--dump-dom').stdout
     plots = drawn_plots(dom)
-    assert len(plots) == 3, f'{len(plots)} plotly graphs drawn in the page, expected 3'
+    assert len(plots) == 4, f'{len(plots)} plotly graphs drawn in the page, expected 4'
     # reward curves: 3 runs x 300 steps; diversity: 3 runs x (4 or 5 measures) x 30 measurements; KL vs reward: 3
-    # points (plotly drops collinear points from a line, so the drawn counts are lower)
-    for (traces, points), (min_traces, min_points), name in zip(plots, [(3, 100), (12, 100), (3, 3)], ['curves', 'diversity', 'pareto']):
+    # points (plotly drops collinear points from a line, so the drawn counts are lower); buffer histograms: 3 runs x
+    # (staleness, reward), bars of non-zero height (97 here: staleness 0-48 per run, a few reward bins)
+    expected = [(3, 100), (12, 100), (3, 3), (6, 40)]
+    for (traces, points), (min_traces, min_points), name in zip(plots, expected, ['curves', 'diversity', 'pareto', 'buffer_histograms']):
         assert traces >= min_traces and points >= min_points, f'{name}: {traces} traces and {points} points drawn'
     shot = Path(os.environ.get('TBA_KIT_SCREENSHOT_DIR', tmp_path)) / 'objectives_compared.png'
     browse(browser, page, tmp_path, '--window-size=1200,4200', f'--screenshot={shot}')
