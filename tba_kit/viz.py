@@ -136,20 +136,23 @@ def buffer_histograms(sources, version:int|None=None, bins:int=30):
     "Staleness (versions behind the trainer) and reward of every completion in the replay buffer of one or more runs"
     go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
     named = {str(k): v for k, v in sources.items()} if isinstance(sources, dict) else {'buffer': sources}
-    fig = sp.make_subplots(rows=1, cols=2, subplot_titles=('staleness (versions behind the trainer)', 'reward'))
-    for j, (name, src) in enumerate(named.items()):
-        stale, rewards = _buffer_contents(src, version)
+    contents = {name: _buffer_contents(src, version) for name, src in named.items()}
+    for name, (stale, _) in contents.items():
         if not stale: raise ValueError(f"the replay buffer of {name!r} is empty: nothing has been generated yet")
+    finite = lambda xs: (lambda a: a[np.isfinite(a)])(np.asarray(xs, dtype=float))
+    edges = np.histogram_bin_edges(np.concatenate([finite(r) for _, r in contents.values()]), bins=bins)  # shared by all runs
+    fig = sp.make_subplots(rows=1, cols=2, subplot_titles=('staleness (versions behind the trainer)', 'reward'))
+    for j, (name, (stale, rewards)) in enumerate(contents.items()):
         # counted here, drawn as bars: the figure stays small however large the buffer (the dashboard redraws it)
         counts = np.bincount(np.clip(stale, 0, None))
         fig.add_trace(go.Bar(x=np.arange(len(counts)), y=counts, name=f"{name} ({len(stale)} completions)", legendgroup=name,
                              opacity=0.7, marker_color=_color(j)), 1, 1)
-        rewards = np.asarray(rewards, dtype=float)
-        counts, edges = np.histogram(rewards[np.isfinite(rewards)], bins=bins)
+        counts, _ = np.histogram(finite(rewards), bins=edges)
         fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=edges[1] - edges[0], name=f"{name} reward",
                              legendgroup=name, showlegend=False, opacity=0.7, marker_color=_color(j)), 1, 2)
-    fig.update_xaxes(title_text='versions', dtick=1, row=1, col=1); fig.update_xaxes(title_text='reward', row=1, col=2)
-    fig.update_yaxes(title_text='completions', row=1, col=1)
+    most = max(max(stale) for stale, _ in contents.values())
+    fig.update_xaxes(title_text='versions', tick0=0, dtick=max(1, math.ceil(most / 10)), row=1, col=1)
+    fig.update_xaxes(title_text='reward', row=1, col=2); fig.update_yaxes(title_text='completions', row=1, col=1)
     fig.update_layout(barmode='overlay', height=320, margin=dict(t=40, b=40))
     return fig
 
