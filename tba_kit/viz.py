@@ -129,8 +129,15 @@ def _buffer_contents(source, version:int|None=None) -> tuple:
         rows = torch.load(ck / 'buffer.pt', weights_only=False)['rows']
         versions, rewards = rows['version'].tolist(), rows['reward'].tolist()
         if version is None: version = torch.load(ck / 'state.pt', weights_only=False)['version']
-    if version is None: version = max(versions, default=0)
+    newest = max(versions, default=0)
+    if version is None: version = newest
+    if newest > version:
+        raise ValueError(f"version {version} is older than completions in the buffer (the newest is {newest}): pass the trainer's current version")
     return [version - v for v in versions], rewards
+
+def _finite(xs) -> np.ndarray:
+    xs = np.asarray(xs, dtype=float)
+    return xs[np.isfinite(xs)]
 
 def buffer_histograms(sources, version:int|None=None, bins:int=30):
     "Staleness (versions behind the trainer) and reward of every completion in the replay buffer of one or more runs"
@@ -139,15 +146,14 @@ def buffer_histograms(sources, version:int|None=None, bins:int=30):
     contents = {name: _buffer_contents(src, version) for name, src in named.items()}
     for name, (stale, _) in contents.items():
         if not stale: raise ValueError(f"the replay buffer of {name!r} is empty: nothing has been generated yet")
-    finite = lambda xs: (lambda a: a[np.isfinite(a)])(np.asarray(xs, dtype=float))
-    edges = np.histogram_bin_edges(np.concatenate([finite(r) for _, r in contents.values()]), bins=bins)  # shared by all runs
+    edges = np.histogram_bin_edges(np.concatenate([_finite(r) for _, r in contents.values()]), bins=bins)  # shared by all runs
     fig = sp.make_subplots(rows=1, cols=2, subplot_titles=('staleness (versions behind the trainer)', 'reward'))
     for j, (name, (stale, rewards)) in enumerate(contents.items()):
         # counted here, drawn as bars: the figure stays small however large the buffer (the dashboard redraws it)
-        counts = np.bincount(np.clip(stale, 0, None))
+        counts = np.bincount(stale)
         fig.add_trace(go.Bar(x=np.arange(len(counts)), y=counts, name=f"{name} ({len(stale)} completions)", legendgroup=name,
                              opacity=0.7, marker_color=_color(j)), 1, 1)
-        counts, _ = np.histogram(finite(rewards), bins=edges)
+        counts, _ = np.histogram(_finite(rewards), bins=edges)
         fig.add_trace(go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=edges[1] - edges[0], name=f"{name} reward",
                              legendgroup=name, showlegend=False, opacity=0.7, marker_color=_color(j)), 1, 2)
     most = max(max(stale) for stale, _ in contents.values())
