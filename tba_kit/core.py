@@ -174,7 +174,7 @@ def sequence_logprob_sums(
     batch_size:int=64,
 ) -> list:  # [N] floats
     "log p(completion | prompt) under `model`: the sum of its per-token log-probs (reference log-probs)"
-    sums = []
+    sums, dev = [], _device(model)
     for s in range(0, len(prompt_ids), batch_size):
         P, C = prompt_ids[s:s + batch_size], completion_ids[s:s + batch_size]
         L = max(len(p) + len(c) for p, c in zip(P, C))
@@ -183,7 +183,7 @@ def sequence_logprob_sums(
         for i, (p, c) in enumerate(zip(P, C)):
             ids[i, :len(p)], ids[i, len(p):len(p) + len(c)] = torch.as_tensor(p), torch.as_tensor(c)
             mask[i, :len(p) + len(c)], comp[i, len(p):len(p) + len(c)] = 1, True
-        ids, mask, comp = ids.to(_device(model)), mask.to(_device(model)), comp.to(_device(model))
+        ids, mask, comp = ids.to(dev), mask.to(dev), comp.to(dev)
         lp = token_logprobs(model(input_ids=ids, attention_mask=mask).logits, ids)  # [b, L]
         sums += sequence_logprobs(lp, comp).tolist()
     return sums

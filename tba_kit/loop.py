@@ -318,6 +318,7 @@ class Run:
         "Add `who` spending [t0, now] on `kind` to the run's timeline (seconds since the run started)"
         now = time.perf_counter()
         self.timeline.log({'who': who, 'kind': kind, 'start': t0 - self.t_start, 'end': now - self.t_start, **kw})
+
     async def evaluate(self, paused:asyncio.Event|None=None) -> dict:
         if not self.cfg.eval or not self.task.prompts('test'): return {}
         if paused is not None: paused.clear()  # no new searches while evaluating

@@ -110,11 +110,11 @@ class VLLMVictim:
 
     def answer(self, attacks:Sequence[str]) -> list:
         "n answers (texts) per attack"
-        from vllm import LLM, SamplingParams
+        vllm = import_vllm()
         with self._lock:  # one request batch at a time: the reward and the evaluation may call from different threads
             if self.llm is None:
-                with cpu_binding(self.cpu_threads): self.llm = LLM(model=resolve_model(self.model), **self.engine)
-            sp = SamplingParams(n=self.n, max_tokens=self.max_new_tokens, temperature=self.temperature)
+                with cpu_binding(self.cpu_threads): self.llm = vllm.LLM(model=resolve_model(self.model), **self.engine)
+            sp = vllm.SamplingParams(n=self.n, max_tokens=self.max_new_tokens, temperature=self.temperature)
             outs = self.llm.chat([[{'role': 'user', 'content': a}] for a in attacks], sp, use_tqdm=False)
         return [[o.text for o in r.outputs] for r in outs]
 

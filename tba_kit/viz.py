@@ -46,9 +46,13 @@ def _series(rows, key, x='step'):
     pts = [(r['step'] if x == 'step' else r.get('time/train_seconds', 0.) / 60, r[key]) for r in rows if key in r]
     return [a for a, _ in pts], [b for _, b in pts]
 
+def _plotly(module:str):
+    "A plotly module (graph_objects, subplots, colors), or an ImportError that says to install plotly"
+    return require(f'plotly.{module}', 'pip install plotly')
+
 def _color(i:int) -> str:
     "The i-th colour of plotly's default palette: one colour per run across every panel of a figure"
-    palette = require('plotly.colors', 'pip install plotly').qualitative.Plotly
+    palette = _plotly('colors').qualitative.Plotly
     return palette[i % len(palette)]
 
 def _rolling(ys, w):
@@ -58,7 +62,7 @@ def _rolling(ys, w):
 def curves(runs, x:str='step', window:int=10, reward_key:str='reward/mean', eval_key:str='eval/accuracy'):
     "Batch reward (rolling mean) and held-out accuracy (when evaluated) of one or more runs over steps or training minutes"
     if x not in ('step', 'time'): raise ValueError(f"x must be 'step' or 'time', got {x!r}")
-    go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
+    go, sp = _plotly('graph_objects'), _plotly('subplots')
     runs = _runs(runs)
     evaluated = any(eval_key in r for rows in runs.values() for r in rows)
     titles = (f"{reward_key} (rolling {window})",) + ((eval_key,) if evaluated else ())
@@ -81,7 +85,7 @@ _HEALTH = [('loss/tb', 'TB loss'), ('tb/logZ', 'log Z'), ('kl/mean', 'KL to refe
 
 def health(runs, x:str='step'):
     "A grid of run-health series plus the trainer's busy and waiting seconds per step"
-    go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
+    go, sp = _plotly('graph_objects'), _plotly('subplots')
     titles = [t for _, t in _HEALTH] + ['trainer seconds per step (busy / waiting)']
     fig = sp.make_subplots(rows=3, cols=3, subplot_titles=titles)
     for j, (name, rows) in enumerate(_runs(runs).items()):
@@ -101,7 +105,7 @@ _DIVERSITY = [('diversity/embedding', 'embedding diversity'), ('diversity/distin
 
 def diversity(runs):
     "The diversity measures of one or more runs over training steps"
-    go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
+    go, sp = _plotly('graph_objects'), _plotly('subplots')
     runs = _runs(runs)
     keys = [(k, t) for k, t in _DIVERSITY if any(math.isfinite(r.get(k, math.nan)) for rows in runs.values() for r in rows)]
     if not keys: raise ValueError("no diversity measurements in these runs: run with diversity_every >= 1")
@@ -141,7 +145,7 @@ def _finite(xs) -> np.ndarray:
 
 def buffer_histograms(sources, version:int|None=None, bins:int=30):
     "Staleness (versions behind the trainer) and reward of every completion in the replay buffer of one or more runs"
-    go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
+    go, sp = _plotly('graph_objects'), _plotly('subplots')
     named = {str(k): v for k, v in sources.items()} if isinstance(sources, dict) else {'buffer': sources}
     contents = {name: _buffer_contents(src, version) for name, src in named.items()}
     for name, (stale, _) in contents.items():
@@ -165,7 +169,7 @@ def buffer_histograms(sources, version:int|None=None, bins:int=30):
 # %% ../nbs/12_viz.ipynb #8190d0aa
 def histograms(runs, keys=('buffer/staleness_mean', 'sample/reward_mean')):
     "Histograms over the run's steps of per-step metrics (default: staleness and batch reward)"
-    go, sp = require('plotly.graph_objects', 'pip install plotly'), require('plotly.subplots', 'pip install plotly')
+    go, sp = _plotly('graph_objects'), _plotly('subplots')
     fig = sp.make_subplots(rows=1, cols=len(keys), subplot_titles=keys)
     for j, (name, rows) in enumerate(_runs(runs).items()):
         for i, key in enumerate(keys):
@@ -179,7 +183,7 @@ _KINDS = {'search': '#1f77b4', 'train': '#d62728', 'sync': '#2ca02c', 'eval': '#
 
 def timeline(run, last:float|None=None):
     "When each searcher generated and when the trainer trained, synced and evaluated (one bar per span of work)"
-    go = require('plotly.graph_objects', 'pip install plotly')
+    go = _plotly('graph_objects')
     spans = read_metrics(run, 'timeline.jsonl')
     if not spans: raise ValueError("the run's timeline is empty: it has not started working yet")
     if last is not None:
@@ -201,7 +205,7 @@ def timeline(run, last:float|None=None):
 # %% ../nbs/12_viz.ipynb #d4c1e46e
 def pareto(runs:dict, last:int=10, kl_key:str='kl/mean', reward_key:str='reward/mean'):
     "One point per run: mean KL to the reference vs mean reward over its last `last` steps"
-    go = require('plotly.graph_objects', 'pip install plotly')
+    go = _plotly('graph_objects')
     fig = go.Figure()
     for j, (name, rows) in enumerate(_runs(runs).items()):
         tail = [r for r in rows if kl_key in r and reward_key in r][-last:]

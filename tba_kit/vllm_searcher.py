@@ -24,15 +24,15 @@ VLLM_INSTALL = ('pip install -e ".[vllm]" on a GPU machine; on a CPU-only machin
                 'pip uninstall -y torchvision torchaudio torchcodec triton')
 
 def import_vllm() -> SimpleNamespace:
-    "The vLLM classes the searcher uses; an ImportError that says what to install when vLLM is missing or broken"
+    "The vLLM classes tba_kit uses (searcher, red-teaming victim); an ImportError that says what to install when vLLM is missing or broken"
     try:
-        from vllm import SamplingParams
+        from vllm import LLM, SamplingParams
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
         from vllm.v1.engine.async_llm import AsyncLLM
     except ImportError as e: raise ImportError(f"the vLLM searcher needs vLLM ({e}). Install it: {VLLM_INSTALL}") from e
-    return SimpleNamespace(SamplingParams=SamplingParams, AsyncEngineArgs=AsyncEngineArgs, TokensPrompt=TokensPrompt,
+    return SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams, AsyncEngineArgs=AsyncEngineArgs, TokensPrompt=TokensPrompt,
                            RequestOutputKind=RequestOutputKind, AsyncLLM=AsyncLLM)
 
 def vllm_available() -> bool:

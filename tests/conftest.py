@@ -8,7 +8,6 @@ def pytest_addoption(parser):
                                                  "with the others in tst_flags are skipped")
 
 
-
 def live_children(keep=lambda cmd: True) -> set:
     "PIDs of this process's live (non-zombie) children whose command line passes `keep`"
     out = set()

@@ -57,7 +57,7 @@ def test_tutorial_figures_render_in_a_browser(tmp_path):
     assert len(plots) == 4, f'{len(plots)} plotly graphs drawn in the page, expected 4'
     # reward curves: 3 runs x 300 steps; diversity: 3 runs x (4 or 5 measures) x 30 measurements; KL vs reward: 3
     # points (plotly drops collinear points from a line, so the drawn counts are lower); buffer histograms: 3 runs x
-    # (staleness, reward), bars of non-zero height (97 here: staleness 0-48 per run, a few reward bins)
+    # (staleness, reward), bars of non-zero height (88 in an execution here: staleness 0-50 or so per run, a few reward bins)
     expected = [(3, 100), (12, 100), (3, 3), (6, 40)]
     for (traces, points), (min_traces, min_points), name in zip(plots, expected, ['curves', 'diversity', 'pareto', 'buffer_histograms']):
         assert traces >= min_traces and points >= min_points, f'{name}: {traces} traces and {points} points drawn'
