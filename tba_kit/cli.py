@@ -6,14 +6,14 @@ Docs: https://tba-kit.github.io/tba_kit/cli.html.md"""
 
 # %% ../nbs/11_cli.ipynb #883060b7
 from __future__ import annotations
-import argparse, asyncio, json, sys
+import argparse, asyncio, json, os, signal, sys
 from pathlib import Path
 
 from .config import Config
 from .models import require
 
 # %% auto #0
-__all__ = ['main', 'evaluate_target']
+__all__ = ['main', 'evaluate_target', 'run_interruptible']
 
 # %% ../nbs/11_cli.ipynb #3661e4f8
 def _parser():
@@ -50,7 +50,7 @@ def main(argv:list|None=None) -> int:
         if args.command == 'train':
             cfg, resume = _train_config(args, rest)
             from tba_kit.loop import run
-            summary = asyncio.run(run(cfg, resume=resume, progress=not args.no_progress))
+            summary = run_interruptible(run(cfg, resume=resume, progress=not args.no_progress))
             print(json.dumps({'out_dir': summary.out_dir, 'steps': summary.steps, 'seconds': round(summary.seconds, 1),
                               'eval_before': summary.eval_before, 'eval_after': summary.eval_after, 'final': summary.final}, indent=1))
         else:
@@ -58,7 +58,7 @@ def main(argv:list|None=None) -> int:
             print(json.dumps(evaluate_target(args.target, args.limit), indent=1))
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as e:
         print(f"tba: error: {e}", file=sys.stderr); return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         print("tba: interrupted; searchers stopped", file=sys.stderr); return 130
     return 0
 
@@ -77,7 +77,27 @@ def evaluate_target(target:str, limit:int|None=None) -> dict:
     model, tok = make_policy(cfg)
     if ck is not None: require('safetensors.torch', 'pip install safetensors').load_model(model, str(ck / 'policy.safetensors'))
     res = evaluate(model, tok, make_task(cfg.task, **cfg.task_args), 'test', cfg.eval_max_new_tokens, 64, limit or cfg.eval_limit)
-    return {'checkpoint': str(ck) if ck else None, **res}
+    return {'checkpoint': str(ck) if ck else None, **res, 'examples': res['examples'][:3]}
+
+# %% ../nbs/11_cli.ipynb #273139a5
+def run_interruptible(coro):
+    "Run `coro` to completion; the first SIGINT / SIGTERM cancels it (the run checkpoints), a second one exits at once"
+    loop = asyncio.new_event_loop()
+    task, hits = loop.create_task(coro), []
+    def interrupt(sig):
+        hits.append(sig)
+        if len(hits) == 1:
+            print(f"\ntba: {sig.name}: finishing the current step and writing a checkpoint (Ctrl-C again to exit at once)",
+                  file=sys.stderr, flush=True)
+            task.cancel()
+        else:
+            print("tba: exiting at once, without a checkpoint", file=sys.stderr, flush=True); os._exit(130)
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    for s in sigs: loop.add_signal_handler(s, interrupt, s)
+    try: return loop.run_until_complete(task)
+    finally:
+        for s in sigs: loop.remove_signal_handler(s)
+        loop.run_until_complete(loop.shutdown_asyncgens()); loop.close()
 
 # %% ../nbs/11_cli.ipynb #b546899e
 if __name__ == '__main__': sys.exit(main())

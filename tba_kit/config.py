@@ -23,8 +23,8 @@ class Config:
     "Everything a TBA run needs; see the field comments"
     # policy
     model:str = 'smollm2-135m-instruct'  # hub name, local folder, the built-in default, or 'tiny' (random test model)
-    precision:str = 'bf16-mixed'  # trainer precision: 'bf16-mixed', 'fp32' or 'bf16'
-    searcher_dtype:str = 'bfloat16'  # weights the searchers generate with
+    precision:str = 'auto'  # trainer precision: 'auto' (bf16-mixed where bf16 is fast here, else fp32), 'bf16-mixed', 'fp32' or 'bf16'
+    searcher_dtype:str = 'auto'  # weights the searchers generate with: 'auto' (bfloat16 where fast here, else float32), 'bfloat16', 'float32'
     lora:dict|None = None  # peft LoraConfig arguments (None: full fine-tuning)
     # task
     task:str = 'arithmetic'  # built-in task name or 'module:factory'
@@ -46,6 +46,7 @@ class Config:
     inv_temp:float = 0.  # reward-prioritised sampling temperature (0: uniform over completions)
     max_staleness:int|None = None  # drop completions older than this many versions (None: keep all)
     buffer_capacity:int = 100  # completions kept per prompt
+    dedup:bool = True  # drop exact-token duplicates of a prompt's completions (the paper); off for short answers, whose repeats carry the policy's frequencies
     prefill:int = 32  # completions in the buffer before training starts
     # searchers
     mode:str = 'async'  # 'async' (TBA) or 'sync' (generate, then train: the on-policy baseline)
@@ -109,8 +110,8 @@ class Config:
                  f"give one core list for all searchers or one per searcher separated by '|' ({self.searchers} searchers, got {self.vllm_cpu_threads!r})")
         need(self.ref_on in ('searcher', 'trainer'), 'ref_on', f"must be 'searcher' or 'trainer', got {self.ref_on!r}")
         need(self.device.split(':')[0] in ('cpu', 'cuda', 'xpu', 'mps'), 'device', f"must be 'cpu', 'cuda', 'cuda:N', 'xpu' or 'mps', got {self.device!r}")
-        need(self.precision in ('bf16-mixed', 'fp32', 'bf16'), 'precision', f"must be 'bf16-mixed', 'fp32' or 'bf16', got {self.precision!r}")
-        need(self.searcher_dtype in ('bfloat16', 'float32'), 'searcher_dtype', f"must be 'bfloat16' or 'float32', got {self.searcher_dtype!r}")
+        need(self.precision in ('auto', 'bf16-mixed', 'fp32', 'bf16'), 'precision', f"must be 'auto', 'bf16-mixed', 'fp32' or 'bf16', got {self.precision!r}")
+        need(self.searcher_dtype in ('auto', 'bfloat16', 'float32'), 'searcher_dtype', f"must be 'auto', 'bfloat16' or 'float32', got {self.searcher_dtype!r}")
         need(0 <= self.p_recent <= 1, 'p_recent', f"m is a probability and must be in [0, 1], got {self.p_recent}")
         need(self.k >= 1, 'k', f"must be >= 1, got {self.k}")
         if self.objective != 'tb' and self.objective != 'ppo':
@@ -167,6 +168,18 @@ class Config:
         "The CPU cores of vLLM searcher `i` (None: vLLM's default binding)"
         parts = self._core_lists()
         return (parts[i] if len(parts) > 1 else parts[0]) or None
+
+    def resolve_precision(self) -> tuple:
+        "(this config with `auto` precision and searcher dtype replaced by what is fast on this machine, a sentence saying why)"
+        from tba_kit.models import fast_dtype
+        kw, why = {}, {}  # reason -> what it decided
+        if self.precision == 'auto':
+            dt, reason = fast_dtype(self.device)
+            kw['precision'] = 'bf16-mixed' if dt == 'bfloat16' else 'fp32'; why.setdefault(reason, []).append(f"trainer {kw['precision']}")
+        if self.searcher_dtype == 'auto':  # process searchers generate on the CPU; in-process ones where the policy is
+            dev = self.device if self.searcher == 'thread' else 'cuda' if self.searcher == 'vllm' and 'cuda' in self.device else 'cpu'
+            kw['searcher_dtype'], reason = fast_dtype(dev); why.setdefault(reason, []).append(f"searchers {kw['searcher_dtype']}")
+        return (self.replace(**kw) if kw else self), '; '.join(f"{', '.join(what)}: {reason}" for reason, what in why.items())
 
     def to_dict(self) -> dict: return dataclasses.asdict(self)
 

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #9efb8b34
 from __future__ import annotations
-import time
+import inspect, time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -14,7 +14,8 @@ import torch
 from torch import Tensor, nn
 
 # %% auto #0
-__all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'sequence_logprob_sums']
+__all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'completion_logprobs',
+           'shared_prompt_logprobs', 'sequence_logprob_sums']
 
 # %% ../nbs/00_core.ipynb #2cf5e21a
 def _as_ids(x, name:str) -> Tensor:
@@ -165,6 +166,67 @@ def sequence_logprobs(
 # %% ../nbs/00_core.ipynb #85986d39
 def _device(model:nn.Module) -> torch.device: return next(model.parameters()).device
 
+def completion_logprobs(
+    model:nn.Module,  # a causal LM
+    input_ids:Tensor,  # [B, L] prompt then completion, right-padded
+    attention_mask:Tensor,  # [B, L]
+    completion_mask:Tensor,  # [B, L] True on completion tokens
+    **kw,  # more arguments of the model's forward (e.g. output_hidden_states)
+) -> tuple:  # ([B, L] per-token log-probs, 0 before the first completion token; the model's output)
+    "`token_logprobs` of `input_ids` under `model`, with logits computed only at the positions that predict completion tokens"
+    L = input_ids.shape[1]
+    first = int(completion_mask.float().argmax(-1).min()) if completion_mask.any() else L
+    keep = min(L, L - first + 1)  # positions first-1 .. L-1 predict the tokens first .. L-1
+    ps = inspect.signature(model.forward).parameters
+    if 'logits_to_keep' in ps or any(p.kind == p.VAR_KEYWORD for p in ps.values()): kw['logits_to_keep'] = keep  # transformers models
+    out = model(input_ids=input_ids, attention_mask=attention_mask, **kw)
+    keep = out.logits.shape[1]  # a model that ignores logits_to_keep returns all L positions
+    lp = token_logprobs(out.logits, input_ids[:, L - keep:])  # [B, keep]
+    return torch.cat([lp.new_zeros(len(lp), L - keep), lp], dim=1), out
+
+
+# %% ../nbs/00_core.ipynb #94704915
+def _left_padded_prompts(input_ids:Tensor, plen:Tensor, rows:Tensor) -> tuple:
+    "The prompts of `rows` (their first `plen` tokens), left-padded: ids [G, P], mask [G, P]"
+    P = int(plen.max())
+    pos = torch.arange(P, device=input_ids.device)[None] - (P - plen[:, None])  # [G, P] index into each row, < 0 on padding
+    mask = pos >= 0
+    ids = torch.where(mask, input_ids[rows].gather(1, pos.clamp(min=0)), 0)
+    return ids, mask.long()
+
+def shared_prompt_logprobs(
+    model:nn.Module,  # a transformers causal LM (key/value cache, position_ids)
+    input_ids:Tensor,  # [B, L] prompt then completion, right-padded
+    attention_mask:Tensor,  # [B, L]
+    completion_mask:Tensor,  # [B, L]
+    group:Tensor,  # [B] rows with the same group share their prompt
+    **kw,  # more arguments of the prompt pass (e.g. output_hidden_states)
+) -> tuple|None:  # ([B, L] per-token log-probs on the completion tokens, 0 elsewhere; the prompt pass's output [G, ...]) or None
+    "Per-token log-probs of the completions, running the prompt of each group through `model` once"
+    if getattr(model, 'config', None) is None or not completion_mask.any(1).all(): return None
+    B, L = input_ids.shape
+    dev, ar = input_ids.device, torch.arange(L, device=input_ids.device)
+    starts, ends = completion_mask.float().argmax(-1), attention_mask.sum(-1)  # [B] prompt lengths, sequence lengths
+    G = int(group.max()) + 1
+    first = torch.full((G,), B, device=dev).scatter_reduce(0, group, torch.arange(B, device=dev), 'amin')  # [G] a row of each group
+    same = (starts == starts[first][group]) & ((input_ids == input_ids[first][group]) | (ar[None] >= starts[:, None])).all(1)
+    if not same.all(): return None  # some group's rows differ in their prompt
+    pids, pmask = _left_padded_prompts(input_ids, starts[first], first)  # [G, P]
+    out = model(input_ids=pids, attention_mask=pmask, position_ids=(pmask.cumsum(-1) - 1).clamp(min=0), use_cache=True,
+                logits_to_keep=1, **kw)
+    cache = out.past_key_values
+    cache.batch_select_indices(group)  # each row gets its group's prompt keys / values (a differentiable gather)
+    C = int((ends - starts).max())
+    cpos = starts[:, None] + torch.arange(C, device=dev)[None]  # [B, C] positions of the completion tokens
+    cmask = (cpos < ends[:, None])
+    cids = torch.where(cmask, input_ids.gather(1, cpos.clamp(max=L - 1)), 0)  # [B, C]
+    rest = model(input_ids=cids, attention_mask=torch.cat([pmask[group], cmask.long()], 1), position_ids=cpos,
+                 past_key_values=cache, use_cache=True).logits  # [B, C, V]: position j predicts completion token j + 1
+    logits = torch.cat([out.logits[group], rest[:, :-1]], 1).float()  # [B, C, V]: predicts completion token j
+    lp = torch.where(cmask, logits.gather(-1, cids[..., None]).squeeze(-1) - logits.logsumexp(-1), 0.)  # [B, C]
+    return torch.zeros(B, L, device=dev, dtype=lp.dtype).scatter_add(1, cpos.clamp(max=L - 1), lp), out
+
+# %% ../nbs/00_core.ipynb #5f31301c
 @torch.inference_mode()
 def sequence_logprob_sums(
     model:nn.Module,  # a causal LM: model(input_ids=..., attention_mask=...).logits
@@ -184,6 +246,7 @@ def sequence_logprob_sums(
             ids[i, :len(p)], ids[i, len(p):len(p) + len(c)] = torch.as_tensor(p), torch.as_tensor(c)
             mask[i, :len(p) + len(c)], comp[i, len(p):len(p) + len(c)] = 1, True
         ids, mask, comp = ids.to(dev), mask.to(dev), comp.to(dev)
-        lp = token_logprobs(model(input_ids=ids, attention_mask=mask).logits, ids)  # [b, L]
+        group = torch.tensor([0] + [int(list(P[j]) != list(P[j - 1])) for j in range(1, len(P))], device=dev).cumsum(0)  # runs of one prompt
+        lp, _ = shared_prompt_logprobs(model, ids, mask, comp, group) or completion_logprobs(model, ids, mask, comp)  # [b, L]
         sums += sequence_logprobs(lp, comp).tolist()
     return sums

@@ -24,6 +24,7 @@ class Dashboard:
         cfg = run.cfg
         self.progress = w.IntProgress(value=run.trainer.step_count, min=0, max=cfg.steps, description=f"{cfg.mode} {cfg.objective}")
         self.status = w.Label(f"step {run.trainer.step_count} / {cfg.steps}")
+        self.phase_label = w.Label('')  # what the run does outside its steps: loading, evaluating, pre-filling
         self.numbers = w.HTML()
         self.stop_button = w.Button(description='Stop and checkpoint', button_style='danger', icon='stop')
         self.stop_button.on_click(lambda _: self.stop())
@@ -32,9 +33,11 @@ class Dashboard:
         if cfg.diversity_every: self.draws['diversity'] = diversity
         self.outputs, self.figs = {name: w.Output() for name in self.draws}, {}
         self.tabs = w.Tab(children=list(self.outputs.values()), titles=list(self.outputs))
-        self.panel = w.VBox([w.HBox([self.progress, self.status, self.stop_button]), self.numbers, self.tabs])
+        self.panel = w.VBox([w.HBox([self.progress, self.status, self.stop_button]), self.phase_label, self.numbers, self.tabs])
         from IPython.display import display
         display(self.panel)
+
+    def phase(self, line:str): self.phase_label.value = line
 
     def set_postfix(self, post:dict):
         cells = ''.join(f"<td style='padding:0 12px'><b>{html.escape(k)}</b> {v}</td>" for k, v in post.items())

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/loop.html.md"""
 
 # %% ../nbs/10_loop.ipynb #10e1b7ec
 from __future__ import annotations
-import asyncio, copy, json, math, os, random, shutil, sys, tempfile, time, uuid
+import asyncio, copy, json, math, os, random, shutil, sys, tempfile, threading, time, uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from .vllm_searcher import VLLMSearcher, import_vllm
 # %% auto #0
 __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog',
            'TensorBoardSink', 'WandbSink', 'RewardGuard', 'save_checkpoint', 'find_checkpoint', 'load_checkpoint',
-           'RunSummary', 'Run', 'run']
+           'Status', 'RunSummary', 'Run', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 def make_objective(cfg:Config):
@@ -211,6 +211,36 @@ def load_checkpoint(path:Path, trainer:Trainer, buffer:ReplayBuffer, sampler, st
     torch.set_rng_state(s['rng']['torch']); np.random.set_state(s['rng']['numpy']); random.setstate(s['rng']['python'])
     return s['extra']
 
+# %% ../nbs/10_loop.ipynb #2e96afe4
+class Status:
+    "What a run is doing outside its training steps, shown when it changes and every `every` seconds while it lasts"
+    def __init__(self, show=None, every:float=5.):  # show(line) displays a line (default: standard error)
+        self.show, self.every = show or _stderr, every
+        self.text, self.t0, self.shown = None, 0., 0.
+        self._stop, self._thread = threading.Event(), None
+
+    def __call__(self, text:str, new:bool=False):
+        "Report `text`; `new` starts a new phase (its clock restarts)"
+        now = time.monotonic()
+        if new or self.text is None: self.t0 = now
+        self.text = text
+        self._emit(now)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._beat, name='tba_kit-status', daemon=True); self._thread.start()
+
+    def _emit(self, now:float):
+        self.shown, text = now, self.text
+        if text is not None: self.show(f"{text} [{now - self.t0:.0f} s]")
+
+    def _beat(self):
+        while not self._stop.wait(min(1., self.every / 2)):
+            if self.text is not None and time.monotonic() - self.shown >= self.every: self._emit(time.monotonic())
+
+    def done(self): self.text = None  # between phases: nothing to repeat
+    def close(self): self.done(); self._stop.set()
+
+def _stderr(line:str): print(f"tba_kit: {line}", file=sys.stderr, flush=True)
+
 # %% ../nbs/10_loop.ipynb #4b47bd97
 @dataclass
 class RunSummary:
@@ -233,7 +263,10 @@ class RunSummary:
 class Run:
     "The parts of a run and the two schedules that drive them"
     def __init__(self, cfg:Config, progress=True):
+        cfg, why = cfg.resolve_precision()  # 'auto' -> what is fast on this machine
+        if why: _stderr(f"precision: {why}")
         self.cfg, self.progress = cfg, progress
+        self.status = Status(None if progress else lambda line: None)  # progress=False: quiet
         if cfg.searcher == 'vllm': import_vllm()  # says what to install before any model loads
         for name in cfg.log_with: require(*SINKS[name].needs)
         if cfg.device.startswith('cuda') and not torch.cuda.is_available():
@@ -241,6 +274,7 @@ class Run:
         torch.set_num_threads(cfg.trainer_threads)
         torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
         self.task = make_task(cfg.task, **cfg.task_args)
+        self.status(f"loading the policy {cfg.model!r}", new=True)
         self.model, self.tok = make_policy(cfg)
         self.eval_ref = None
         if cfg.eval_kl_samples:  # eval/kl's reference: a frozen copy of the initial policy
@@ -254,7 +288,7 @@ class Run:
                                ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
                                ref_reset_every=cfg.ref_reset_every,
                                pad_id=self.tok.pad_token_id)
-        self.buffer = ReplayBuffer(capacity_per_prompt=cfg.buffer_capacity)
+        self.buffer = ReplayBuffer(capacity_per_prompt=cfg.buffer_capacity, dedup=cfg.dedup)
         self.sampler = make_sampler(cfg)
         self.stream = PromptStream(self.task.prompts('train'), cfg.seed)
         self.out = Path(cfg.out_dir)
@@ -263,7 +297,7 @@ class Run:
         self.guard = RewardGuard()
         self.searchers, self.store, self.stopping = [], None, False
         self.last_trajs, self.diversity_task = [], None  # the latest search's completions; a measurement in a worker thread
-        self.stop_requested = False
+        self.stop_requested = self.interrupted = False
         self.search_stats, self.t_start, self.eval_seconds, self.last_acc = [], None, 0., None
         self.summary = RunSummary(str(self.out), 0, 0.)
 
@@ -308,7 +342,7 @@ class Run:
             tok, sec = per.get(name, (0, 0.))
             per[name] = (tok + m['search/tokens'], sec + m['search/seconds'])
         out = {'search/tokens_per_s': sum(t / max(s, 1e-9) for t, s in per.values()), 'search/calls': len(st),
-               'search/unscored': sum(m['search/unscored'] for _, m in st)}
+               'search/completions': sum(m['search/completions'] for _, m in st), 'search/unscored': sum(m['search/unscored'] for _, m in st)}
         loads = [m['sync/load_seconds'] for _, m in st if 'sync/load_seconds' in m]
         if loads: out['sync/load_seconds'] = max(loads)
         return out
@@ -322,14 +356,22 @@ class Run:
     async def evaluate(self, paused:asyncio.Event|None=None) -> dict:
         if not self.cfg.eval or not self.task.prompts('test'): return {}
         if paused is not None: paused.clear()  # no new searches while evaluating
-        t = time.perf_counter()
+        t, what = time.perf_counter(), f"evaluating at step {self.trainer.step_count}"
+        def progress(done, n):
+            if self.interrupted: raise asyncio.CancelledError()  # the run is being interrupted: stop between batches
+            self.status(f"{what}: {done} of {n} held-out problems")
+        self.status(f"{what}: 0 of {len(self.task.prompts('test')[:self.cfg.eval_limit])} held-out problems", new=True)
         try:
             res = await asyncio.to_thread(evaluate, self.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
-                                          64, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples)
+                                          64, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples, progress)
         finally:
+            self.status.done()
             if paused is not None: paused.set()
         self.eval_seconds += time.perf_counter() - t
         self.span('trainer', 'eval', t, step=self.trainer.step_count)
+        examples = self.out / 'evals' / f"step_{self.trainer.step_count:06d}.jsonl"  # the greedy answers, to look at later
+        examples.parent.mkdir(parents=True, exist_ok=True)
+        examples.write_text(''.join(json.dumps({'prompt': q, 'completion': a}) + '\n' for q, a in res['examples']))
         return {k: v for k, v in res.items() if k != 'examples'} | {'eval/seconds': time.perf_counter() - t}
 
     def record(self, metrics:dict, bar=None):
@@ -347,7 +389,10 @@ class Run:
     # the two schedules ---------------------------------------------------------------------------------------------
     async def train_step(self, batch, sample_stats:dict, wait:float, bar, paused=None):
         cfg, t = self.cfg, time.perf_counter()
-        m = await asyncio.to_thread(self.trainer.step, batch)
+        step = asyncio.ensure_future(asyncio.to_thread(self.trainer.step, batch))
+        try: m = await asyncio.shield(step)
+        except asyncio.CancelledError:  # interrupted: the step in flight finishes, so that the checkpoint holds it
+            self.record({**await step, **sample_stats}, bar); raise
         self.span('trainer', 'train', t, step=self.trainer.step_count)
         m.update(sample_stats); m['train/wait_seconds'] = wait
         if cfg.mode == 'async' and (self.trainer.step_count % cfg.sync_every == 0 or 'ref/reset' in m):
@@ -390,9 +435,12 @@ class Run:
         paused.set()
         tasks = [asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}") for s in self.searchers]
         try:
-            t = time.perf_counter()
+            t, new = time.perf_counter(), True
             while len(self.buffer) < cfg.prefill or not self.buffer.prompts():
-                await self._wait_data(data, tasks, t, f"pre-filling the buffer ({len(self.buffer)} of {cfg.prefill} completions)")
+                what = f"pre-filling the buffer: {len(self.buffer)} of {cfg.prefill} completions"
+                if what != self.status.text: self.status(what, new=new); new = False
+                await self._wait_data(data, tasks, t, what)
+            self.status.done()
             self.buffer.mark_sync()
             while not self.done():
                 t = time.perf_counter()
@@ -461,6 +509,7 @@ class Run:
         self.log.sinks = [SINKS[name](self.out, cfg) for name in cfg.log_with]
         try: return await self._train(resume)
         finally:
+            self.status.close()
             self.log.close()
             if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
 
@@ -468,24 +517,35 @@ class Run:
         cfg, bar = self.cfg, None
         self.store = WeightStore()
         try:
+            if callable(self.progress):  # a custom display, e.g. the notebook dashboard: shown from the start
+                bar = self.progress(self)
+                if hasattr(bar, 'phase'): self.status.show = bar.phase
+            self.status(f"starting {len(self.searchers)} {cfg.searcher} searcher(s) with {cfg.model!r}", new=True)
             await asyncio.gather(*(s.start() for s in self.searchers if hasattr(s, 'start')))
             if resume is not None and cfg.ref_reset_every and cfg.ref_on == 'searcher':
                 await self.publish(reset_ref=True, model=self.trainer.ref)  # the reference as of the last reset
             await self.publish()
             if resume is None: self.summary.eval_before = await self.evaluate()
             if self.summary.eval_before: self.record({**self.summary.eval_before, 'train/step_seconds': 0.})
-            if callable(self.progress): bar = self.progress(self)  # a custom display, e.g. the notebook dashboard
-            elif self.progress:
+            if self.progress is True:
                 tqdm = require('tqdm.auto', 'pip install tqdm').tqdm
                 bar = tqdm(total=cfg.steps, initial=self.trainer.step_count, desc=f"{cfg.mode} {cfg.objective}", dynamic_ncols=True)
+                self.status.show = lambda line: tqdm.write(f"tba_kit: {line}", file=sys.stderr)  # above the bar
             await (self.train_async(bar) if cfg.mode == 'async' else self.train_sync(bar))
             if self.diversity_task is not None:  # the measurement still in flight: log it rather than drop it
                 await asyncio.wait([self.diversity_task], timeout=cfg.wait_timeout)
                 if d := self.diversity(start=False): self.record(d)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            self.interrupted = True; raise
         finally:
+            self.status.done()
             if bar is not None: bar.close()
             await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
             self.store.close()
+            if self.interrupted:  # Ctrl-C, SIGTERM, a cancelled notebook cell: keep the work
+                p = self.checkpoint()
+                _stderr(f"interrupted at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
+                        f"continue with `tba train --resume {self.out}`")
         self.summary.eval_after = await self.evaluate()
         if self.summary.eval_after: self.record(self.summary.eval_after)
         self.checkpoint()

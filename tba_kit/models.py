@@ -6,13 +6,14 @@ Docs: https://tba-kit.github.io/tba_kit/models.html.md"""
 
 # %% ../nbs/05_models.ipynb #9b756f2d
 from __future__ import annotations
-import importlib, importlib.util, os, shutil, tempfile
+import functools, importlib, importlib.util, os, shutil, tempfile, time
 from pathlib import Path
 
 import torch
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'require', 'cache_dir', 'smollm2_path', 'resolve_model', 'load_model', 'tiny_tokenizer', 'tiny_model']
+__all__ = ['DEFAULT_MODEL', 'require', 'cache_dir', 'smollm2_path', 'resolve_model', 'load_model', 'tiny_tokenizer', 'tiny_model',
+           'fast_dtype']
 
 # %% ../nbs/05_models.ipynb #2e589d1a
 def require(module:str, install:str):
@@ -120,3 +121,27 @@ def tiny_model(
         model = tf.LlamaForCausalLM(cfg).to(_DTYPES[dtype])
     model.generation_config.pad_token_id = tok.pad_token_id
     return model.eval(), tok
+
+# %% ../nbs/05_models.ipynb #33d62689
+def _matmul_ms(dtype:torch.dtype, reps:int=5) -> float:
+    "Median milliseconds of a 32x576 @ 576x1536 matmul in `dtype` on the CPU"
+    a, b = torch.randn(32, 576, dtype=dtype), torch.randn(576, 1536, dtype=dtype)
+    a @ b  # warm-up: kernels are chosen on first use
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter(); a @ b; times.append(time.perf_counter() - t)
+    return 1e3 * sorted(times)[reps // 2]
+
+@functools.cache
+def fast_dtype(device:str='cpu') -> tuple:
+    "('bfloat16' or 'float32', why): bf16 only where it is faster on this machine (measured on a CPU)"
+    kind = torch.device(device).type
+    if kind == 'cuda':
+        if torch.cuda.is_available() and torch.cuda.is_bf16_supported(): return 'bfloat16', 'the GPU supports bf16 natively'
+        return 'float32', 'the GPU has no native bf16'
+    if kind != 'cpu': return 'float32', f"bf16 speed on {kind!r} is not measured; fp32 is the safe choice"
+    fp32, bf16 = _matmul_ms(torch.float32), _matmul_ms(torch.bfloat16)
+    cap = torch.backends.cpu.get_cpu_capability()
+    if bf16 < fp32: return 'bfloat16', f"this CPU ({cap}) has native bf16: a bf16 matmul took {bf16:.2f} ms, fp32 {fp32:.2f} ms"
+    return 'float32', f"this CPU ({cap}) emulates bf16: a bf16 matmul took {bf16:.2f} ms, fp32 {fp32:.2f} ms"
+

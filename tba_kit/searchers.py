@@ -103,6 +103,15 @@ def _recorder():
             return torch.stack(self.steps, 1)  # [B, T]
     return Record()
 
+def _prompt_cache(model, ids, mask, k:int):
+    "Key/value cache of all but the last prompt token, computed once per prompt and repeated for its `k` rows (None: no sharing)"
+    if k == 1 or getattr(model, 'config', None) is None or ids.shape[1] < 2: return None
+    ids, mask = ids[::k, :-1], mask[::k, :-1]  # rows come in runs of k copies of a prompt
+    cache = model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True,
+                  logits_to_keep=1).past_key_values
+    cache.batch_repeat_interleave(k)
+    return cache
+
 @torch.inference_mode()
 def generate_completions(
     model:nn.Module, tokenizer,
@@ -114,6 +123,7 @@ def generate_completions(
     top_k:int=0,  # 0: no top-k filtering
     greedy:bool=False,  # argmax decoding (evaluation)
     batch_size:int=64,  # rows per generate call (whole prompts; k rows each)
+    progress=None,  # called with (prompts done, prompts in all) after each generate call
 ) -> list:  # per prompt, k (completion ids [T], logprobs [T]) pairs
     "Sample `k` completions per prompt; each with its per-token raw log-probs"
     eos = tokenizer.eos_token_id
@@ -123,7 +133,8 @@ def generate_completions(
         chunk = [p for p in prompt_ids[s:s + per_call] for _ in range(k)]
         ids, mask = (t.to(_device(model)) for t in _left_pad(chunk, tokenizer.pad_token_id))
         rec = _recorder()
-        gen = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=not greedy,
+        gen = model.generate(input_ids=ids, attention_mask=mask, past_key_values=_prompt_cache(model, ids, mask, k),  # each prompt once
+                             max_new_tokens=max_new_tokens, do_sample=not greedy,
                              temperature=temperature if not greedy else None, top_p=top_p if not greedy else None,
                              top_k=top_k if not greedy else None, eos_token_id=eos, pad_token_id=tokenizer.pad_token_id,
                              logits_processor=[rec])
@@ -135,6 +146,7 @@ def generate_completions(
             n = int(ends[0]) + 1 if len(ends) else len(row)
             if i % k == 0: out.append([])
             out[-1].append((row[:n].clone(), lps[i, :n].clone()))
+        if progress is not None: progress(len(out), len(prompt_ids))
     return out
 
 # %% ../nbs/07_searchers.ipynb #6e6f3079
@@ -176,16 +188,18 @@ class _SearcherBase:
                  for (p, c), r in zip(flat, rewards) if r is not None]
         tokens = sum(len(c[0]) for _, c in flat)
         self.metrics = {'search/tokens': tokens, 'search/seconds': gen_s, 'search/tokens_per_s': tokens / max(gen_s, 1e-9),
-                        'search/unscored': len(flat) - len(trajs), 'search/version': version}
+                        'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version}
         if load_s is not None: self.metrics['sync/load_seconds'] = load_s
         return trajs
 
     def pending_paths(self) -> set: return self._pending.paths()
 
 def _encode(tokenizer, messages:list) -> list:
-    "Token ids of each prompt (`Prompt.messages`): the chat template for chats, plain encoding for text"
-    return [tokenizer.encode(m, add_special_tokens=False) if isinstance(m, str) else
-            tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=True, return_dict=False) for m in messages]
+    "Token ids of each prompt (`Prompt.messages`): the chat template for chats (one ending in an assistant message is continued), plain encoding for text"
+    def chat(m):
+        cont = m[-1]['role'] == 'assistant'  # an answer prefix: the completion continues it
+        return tokenizer.apply_chat_template(m, add_generation_prompt=not cont, continue_final_message=cont, tokenize=True, return_dict=False)
+    return [tokenizer.encode(m, add_special_tokens=False) if isinstance(m, str) else chat(m) for m in messages]
 
 class _Generator:
     "The model side of a searcher: policy, reference, generation; used in-process and inside worker processes"
@@ -364,21 +378,23 @@ def evaluate(
     limit:int|None=None,  # first `limit` prompts only
     ref:nn.Module|None=None,  # reference policy (e.g. the initial / SFT model) for the KL estimate
     kl_samples:int=0,  # completions sampled per prompt to estimate KL(pi || ref) as eval/kl (0: no KL)
+    progress=None,  # called with (problems done, problems in all) as the greedy completions come in
 ) -> dict:
-    "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [...]}"
+    "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [(prompt, completion)]}"
     prompts = task.prompts(split)[:limit]
     if not prompts: raise ValueError(f"task {task.name!r} has no {split!r} prompts to evaluate on")
     pids = _encode(tokenizer, [p.messages for p in prompts])
     was_training = model.training
     model.eval()
     try:
-        groups = generate_completions(model, tokenizer, pids, k=1, greedy=True, max_new_tokens=max_new_tokens, batch_size=batch_size)
+        groups = generate_completions(model, tokenizer, pids, k=1, greedy=True, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                                      progress=progress)
         kl = kl_to_reference(model, ref, tokenizer, pids, kl_samples, max_new_tokens, batch_size) if ref is not None and kl_samples else None
     finally: model.train(was_training)
     texts = tokenizer.batch_decode([g[0][0] for g in groups], skip_special_tokens=True)
     res = {f'eval/{k}': v for k, v in task.evaluate(prompts, texts).items()}
     if kl is not None: res['eval/kl'] = kl
-    res['examples'] = [(p.text(), t) for p, t in zip(prompts[:3], texts[:3])]
+    res['examples'] = [(p.text(), t) for p, t in zip(prompts, texts)]  # every one: what the model answered, to look at
     return res
 
 @torch.no_grad()

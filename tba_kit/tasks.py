@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/tasks.html.md"""
 
 # %% ../nbs/06_tasks.ipynb #9395e207
 from __future__ import annotations
-import importlib, inspect, math, re, traceback
+import collections, importlib, inspect, math, re, traceback
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
@@ -28,8 +28,9 @@ class Prompt:
     def is_chat(self) -> bool: return not isinstance(self.messages, str)
 
     def text(self) -> str:
-        "The user-visible prompt text (the last message of a chat)"
-        return self.messages if isinstance(self.messages, str) else self.messages[-1]['content']
+        "The user-visible prompt text (the last user message of a chat)"
+        if isinstance(self.messages, str): return self.messages
+        return next((m['content'] for m in reversed(self.messages) if m['role'] == 'user'), self.messages[-1]['content'])
 
 # %% ../nbs/06_tasks.ipynb #2ef5e1a7
 def completion_text(c) -> str:
@@ -145,11 +146,12 @@ def same_number(a:str|None, b:str|None) -> bool:
 _TEST_SEED = 1_000_003  # reasoning-gym seeds item i with seed + i: keep the test split far from the training items
 
 def reasoning_gym_splits(dataset:str, n_train:int, n_test:int, seed:int=0, **dataset_kw) -> tuple:
-    "(train, test) items of a reasoning-gym dataset; the test split comes from a distant seed, minus questions in train"
+    "(train, test) items of a reasoning-gym dataset; the test split comes from a distant seed: distinct questions, none seen in train"
     rg = require('reasoning_gym', 'pip install reasoning-gym')
     train = list(rg.create_dataset(dataset, size=n_train, seed=seed, **dataset_kw))
-    seen = {e['question'] for e in train}
-    test = [e for e in rg.create_dataset(dataset, size=2 * n_test + 10, seed=seed + _TEST_SEED, **dataset_kw) if e['question'] not in seen]
+    seen, test = {e['question'] for e in train}, []
+    for e in rg.create_dataset(dataset, size=2 * n_test + 10, seed=seed + _TEST_SEED, **dataset_kw):
+        if e['question'] not in seen: seen.add(e['question']); test.append(e)
     return train, test[:n_test]
 
 class ArithmeticTask(PromptTask):
@@ -160,15 +162,23 @@ class ArithmeticTask(PromptTask):
                  n_test:int=200,  # held-out problems (questions seen in training are removed)
                  seed:int=0,  # generation seed (the test split uses another, distant seed)
                  system:str|None=None,  # optional system message
+                 answer_prefix:str|None=None,  # the start of the assistant's reply, which the model continues (e.g. 'The answer is')
                  **dataset_kw):  # reasoning-gym config; chain_sum defaults: 1 digit, 2 or 3 terms
         if dataset == 'chain_sum': dataset_kw = dict(min_digits=1, max_digits=1, min_terms=2, max_terms=3) | dataset_kw
         if n_train < 1 or n_test < 0: raise ValueError(f"n_train must be >= 1 and n_test >= 0, got {n_train} and {n_test}")
         train, test = reasoning_gym_splits(dataset, n_train, n_test, seed, **dataset_kw)
         sys = [{'role': 'system', 'content': system}] if system else []
-        mk = lambda split, i, e: Prompt(f"{dataset}/{split}/{i}", sys + [{'role': 'user', 'content': e['question']}], {'answer': str(e['answer'])})
+        reply = [{'role': 'assistant', 'content': answer_prefix}] if answer_prefix else []
+        mk = lambda split, i, e: Prompt(f"{dataset}/{split}/{i}", sys + [{'role': 'user', 'content': e['question']}] + reply, {'answer': str(e['answer'])})
         super().__init__([mk('train', i, e) for i, e in enumerate(train)], arithmetic_reward,
                          [mk('test', i, e) for i, e in enumerate(test)], name=dataset)
         self.dataset, self.dataset_kw, self.seed = dataset, dataset_kw, seed
+
+    def evaluate(self, prompts:list, completions:list) -> dict:
+        "Accuracy and mean reward, and how varied the answers are: a model that guesses one number scores on the problems it fits"
+        answers = collections.Counter(last_number(completion_text(c)) for c in completions)
+        return super().evaluate(prompts, completions) | {'top_answer_share': answers.most_common(1)[0][1] / max(len(completions), 1),
+                                                         'distinct_answers': len(answers)}
 
 def arithmetic_reward(prompts, completions, completion_ids=None, answer=None, **kw) -> list:
     "1.0 when the last number of the completion equals `answer`, else 0.0 (TRL signature)"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .core import Batch, _device, sequence_logprobs, token_logprobs
+from .core import Batch, _device, completion_logprobs, sequence_logprobs, shared_prompt_logprobs
 from .models import require
 from .objectives import HeadLogZ, Objective
 
@@ -92,13 +92,15 @@ class Trainer:
                  beta:BetaSchedule|None=None,  # beta schedule (None: leave the objective's beta alone)
                  ref_model:nn.Module|str|None=None,  # trainer-side reference: a model, 'copy' of the policy, or None
                  ref_reset_every:int=0,  # rho: reset the reference to the policy every rho steps (0: never)
-                 pad_id:int=0):
+                 pad_id:int=0,
+                 share_prompts:bool=True):  # run each group's prompt once per forward (same numbers, a fraction of the compute)
         if precision not in ('bf16-mixed', 'fp32', 'bf16'): raise ValueError(f"precision must be 'bf16-mixed', 'fp32' or 'bf16', got {precision!r}")
         if precision != 'bf16': model.float()
         else: model.to(torch.bfloat16)
         self.device = _device(model)
         self.model, self.objective, self.precision, self.pad_id = model.train(), objective.to(self.device), precision, pad_id
         self.max_grad_norm, self.micro_batch_rows, self.beta, self.ref_reset_every = max_grad_norm, micro_batch_rows, beta, ref_reset_every
+        self.share_prompts = share_prompts
         self.ref = copy.deepcopy(model).eval().requires_grad_(False) if ref_model == 'copy' else ref_model
         self.params = [p for p in model.parameters() if p.requires_grad]
         groups = [dict(params=self.params, lr=lr, weight_decay=weight_decay)] + objective.param_groups()
@@ -119,19 +121,26 @@ class Trainer:
         if self.ref is None: raise ValueError("the batch has no reference log-probs and the trainer has no reference model: "
                                               "build searchers with ref='copy' or the Trainer with ref_model='copy'")
         with torch.no_grad(), self._autocast():
-            lp = token_logprobs(self.ref(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits, mb.input_ids)
+            lp, _ = self._logprobs(self.ref, mb)
         mb.ref_logprobs = torch.where(missing, sequence_logprobs(lp, mb.completion_mask), mb.ref_logprobs)
 
     def _forward(self, mb:Batch):
         need_repr = isinstance(getattr(self.objective, 'log_z', None), HeadLogZ)
         with self._autocast():
-            out = self.model(input_ids=mb.input_ids, attention_mask=mb.attention_mask, output_hidden_states=need_repr)
-            lp = token_logprobs(out.logits, mb.input_ids)  # [b, L] float32
+            lp, out = self._logprobs(self.model, mb, output_hidden_states=need_repr)  # [b, L] float32
         prompt_repr = None
-        if need_repr:  # hidden state at the last prompt token
+        if need_repr and out.logits.shape[0] != len(mb):  # the shared prompt pass: [G, P, H], left-padded
+            prompt_repr = out.hidden_states[-1][:, -1][mb.group].float()  # [b, H] hidden state at the last prompt token
+        elif need_repr:
             last = mb.completion_mask.float().argmax(-1) - 1  # [b]
             prompt_repr = out.hidden_states[-1][torch.arange(len(mb)), last].float()  # [b, H]
         return lp, prompt_repr
+
+    def _logprobs(self, model, mb:Batch, **kw) -> tuple:
+        "Per-token log-probs of the completions: each group's prompt computed once when the model allows, else every row whole"
+        if self.share_prompts and (res := shared_prompt_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, mb.group, **kw)):
+            return res
+        return completion_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, **kw)
 
     def step(self, batch:Batch) -> dict:
         "One optimisation step on `batch`; returns metrics"

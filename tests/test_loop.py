@@ -1,5 +1,5 @@
 "The loop across process boundaries: exact resume, reward faults, timeouts, dead workers, cancellation without orphans."
-import asyncio, json, os, signal
+import asyncio, json, os, signal, subprocess, sys, time
 from pathlib import Path
 
 import pytest
@@ -252,3 +252,66 @@ def test_run_closes_a_task_that_holds_resources(tmp_path):
     with pytest.raises(RewardError):
         asyncio.run(run(task='t_closing_broken', steps=20, searcher='thread', eval=False, out_dir=str(tmp_path / 'bad'), **TINY))
     assert closed == [True, True]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_CLI = ['configs/quickstart.yaml', '--model=tiny', '--task_args={n_train: 40, n_test: 4}', '--k=4', '--prompts_per_step=2',
+            '--search_prompts=2', '--max_new_tokens=6', '--prefill=8', '--precision=fp32', '--eval=false', '--no-progress']
+
+
+def tba_train(*args):
+    return subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_steps(out:Path, n:int, proc, timeout:float=300.) -> list:
+    "Metric rows of a live run once it has logged `n` steps"
+    t = time.monotonic()
+    while time.monotonic() - t < timeout:
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        rows = [json.loads(l) for l in open(out / 'metrics.jsonl')] if (out / 'metrics.jsonl').exists() else []
+        if len(rows) >= n: return rows
+        time.sleep(0.1)
+    raise AssertionError(f"no {n} steps within {timeout} s")
+
+
+def test_ctrl_c_writes_a_checkpoint_of_the_last_step_and_resume_continues(tmp_path):
+    out = tmp_path / 'run'
+    p = tba_train(*TINY_CLI, '--steps=100000', f'--out_dir={out}')
+    wait_for_steps(out, 3, p)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err[-3000:]
+    assert 'finishing the current step and writing a checkpoint' in err and 'interrupted at step' in err, err[-3000:]
+    rows = [json.loads(l) for l in open(out / 'metrics.jsonl')]
+    ck = find_checkpoint(out)
+    assert int(ck.name.split('_')[1]) == rows[-1]['train/step'] >= 3  # the last finished step, recorded and checkpointed
+    assert len(torch.load(ck / 'buffer.pt', weights_only=False)['prompts']) > 0  # the replay buffer is kept
+    n = rows[-1]['train/step']
+    r = subprocess.run([sys.executable, '-m', 'tba_kit.cli', 'train', '--resume', str(out), f'--steps={n + 2}', '--no-progress'],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [r['train/step'] for r in map(json.loads, open(out / 'metrics.jsonl'))] == list(range(1, n + 3))
+
+
+def test_a_second_ctrl_c_exits_at_once():
+    "The first SIGINT cancels the run, which takes its time to finish the step and checkpoint; a second one exits at once"
+    code = """
+import asyncio, sys
+from tba_kit.cli import run_interruptible
+async def long_run():
+    try: await asyncio.sleep(100)
+    except asyncio.CancelledError:
+        print('finishing the step in flight', flush=True)
+        await asyncio.sleep(60)  # a slow step and checkpoint
+run_interruptible(long_run())
+"""
+    p = subprocess.Popen([sys.executable, '-c', code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # imports done, the loop running
+    p.send_signal(signal.SIGINT)
+    assert p.stdout.readline() == 'finishing the step in flight\n'
+    t = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and 'exiting at once' in err, err[-3000:]
+    assert time.monotonic() - t < 5

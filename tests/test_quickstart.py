@@ -1,20 +1,26 @@
-"Two real asynchronous steps of the quickstart on SmolLM2-135M-Instruct (a searcher process and the trainer)."
-import json, subprocess, sys
+"Real asynchronous steps of the main job (configs/quickstart.yaml) on SmolLM2-135M-Instruct, as on a CPU without native bf16."
+import json, os, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+AVX2 = {'ATEN_CPU_CAPABILITY': 'avx2', 'ONEDNN_MAX_CPU_ISA': 'AVX2'}  # emulates a CPU whose bf16 is slow: fp32 must be chosen
 
 
-def test_quickstart_two_async_steps_on_smollm2(tmp_path):
-    cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', 'configs/quickstart.yaml', '--steps=2', '--k=4', '--prompts_per_step=2',
-           '--prefill=8', '--eval_limit=8', '--eval_every=0', '--checkpoint_every=0', '--no-progress', f'--out_dir={tmp_path}']
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900)
+def test_quickstart_async_steps_on_smollm2_choose_fp32_without_native_bf16(tmp_path):
+    cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', 'configs/quickstart.yaml', '--steps=3', '--eval_limit=16', '--eval_every=0',
+           '--checkpoint_every=0', '--no-progress', f'--out_dir={tmp_path}']
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900, env=os.environ | AVX2)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert 'precision: trainer fp32, searchers float32: this CPU (AVX2) emulates bf16' in out.stderr, out.stderr[-3000:]
+    for phase in ('loading the policy', 'starting 1 process searcher', 'evaluating at step 0: 0 of 16 held-out problems', 'pre-filling the buffer'):
+        assert f'tba_kit: {phase}' in out.stderr, phase
+    cfg = json.loads((tmp_path / 'config.json').read_text())
+    assert (cfg['precision'], cfg['searcher_dtype']) == ('fp32', 'float32')  # the resolved choice is what the run records
     summary = json.loads((tmp_path / 'summary.json').read_text())
-    assert summary['steps'] == 2 and 0 <= summary['eval_after']['eval/accuracy'] <= 1
+    assert summary['steps'] == 3 and 0 <= summary['eval_after']['eval/accuracy'] <= 1
     rows = [json.loads(l) for l in open(tmp_path / 'metrics.jsonl')]
     steps = [r for r in rows if 'train/step' in r]
-    assert [r['train/step'] for r in steps] == [1, 2]
-    for r in steps:
-        assert r['search/tokens_per_s'] > 0 and r['sync/seconds'] > 0 and r['loss/tb'] >= 0
-    assert (tmp_path / 'checkpoints' / 'step_000002' / 'policy.safetensors').exists()
+    assert [r['train/step'] for r in steps] == [1, 2, 3]
+    assert all(r['sync/seconds'] > 0 and r['loss/tb'] >= 0 for r in steps) and any(r.get('search/tokens_per_s', 0) > 0 for r in steps)
+    assert (tmp_path / 'checkpoints' / 'step_000003' / 'policy.safetensors').exists()
+    assert len((tmp_path / 'evals' / 'step_000003.jsonl').read_text().splitlines()) == 16  # the greedy answers, to look at
