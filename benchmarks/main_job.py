@@ -23,7 +23,9 @@ def usage(out:Path) -> dict:
     "Trainer idle share (waiting for data) and how many times each completion was trained on"
     rows = [json.loads(l) for l in open(out / 'metrics.jsonl')]
     steps = [r for r in rows if 'train/step' in r]
-    wait, busy = sum(r.get('train/wait_seconds', 0) for r in steps), sum(r['train/step_seconds'] for r in steps)
+    # idle: waiting for data (async), or for the step's generation (sync: the trainer has nothing to do meanwhile)
+    wait = sum(r.get('train/wait_seconds', 0) + r.get('train/generate_seconds', 0) for r in steps)
+    busy = sum(r['train/step_seconds'] for r in steps)
     trained = sum(r['train/rows'] for r in steps)
     made = sum(r.get('search/completions', 0) for r in steps)
     return {'trainer_idle_share': wait / max(wait + busy, 1e-9), 'rows_trained': trained, 'completions_searched': made,
@@ -38,18 +40,19 @@ def first_time_at(c:list, acc:float) -> float|None:
 def main(a, extra):
     results = {}
     out_root = Path(a.out_root); out_root.mkdir(parents=True, exist_ok=True)
-    for mode in a.modes:
-        for seed in a.seeds:
+    for seed in a.seeds:
+        for mode in a.modes:
             name = f"{mode}_seed{seed}"
             out = out_root / name
             if out.exists(): shutil.rmtree(out)
-            cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', a.config, f'--mode={mode}', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *extra]
+            both = [f'--searcher_threads={a.sync_searcher_threads}'] if mode == 'sync' else []  # sync: generation gets the cores too
+            cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', a.config, f'--mode={mode}', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *both, *extra]
             t = time.perf_counter()
             r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
             wall = time.perf_counter() - t
             if r.returncode != 0: sys.exit(f"{name} failed:\n{r.stderr[-3000:]}")
             c = curve(out)
-            results[name] = {'mode': mode, 'seed': seed, 'wall_minutes': wall / 60, 'before': c[0][2], 'after': c[-1][2],
+            results[name] = {'mode': mode, 'command': ' '.join(cmd[2:]), 'seed': seed, 'wall_minutes': wall / 60, 'before': c[0][2], 'after': c[-1][2],
                              'steps': c[-1][1], 'curve': c, **usage(out)}
             print(f"{name}: {c[0][2]:.1%} -> {c[-1][2]:.1%} in {wall / 60:.1f} min ({c[-1][1]} steps)", flush=True)
     print(f"\n| run | accuracy before | after | gain | minutes | steps | trainer idle | trained per completion |\n|---|---|---|---|---|---|---|---|")
@@ -85,4 +88,5 @@ if __name__ == '__main__':
     ap.add_argument('--modes', nargs='+', default=['async', 'sync'])
     ap.add_argument('--name', default='main_job')
     ap.add_argument('--out_root', default='runs/main_job')
+    ap.add_argument('--sync_searcher_threads', type=int, default=2, help='torch threads of the searcher in sync mode (it has the machine to itself)')
     main(ap.parse_args(argv[:argv.index('--')] if '--' in argv else argv), extra)

@@ -53,6 +53,7 @@ class Config:
     searcher:str = 'process'  # 'process' (one worker process each), 'thread' (in-process) or 'vllm' (vLLM engines)
     searchers:int = 1  # number of searchers
     searcher_threads:int = 1  # torch threads of each searcher process
+    searcher_nice:int = 0  # CPU niceness added to searcher processes (0-19): > 0 gives the trainer the shared cores first
     search_prompts:int = 4  # prompts per search call
     sync_every:int = 1  # trainer steps between weight syncs (the paper's k)
     max_new_tokens:int = 32
@@ -127,6 +128,7 @@ class Config:
         for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples'):
             need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
         need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
+        need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
         need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
         need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
         need(self.buffer_capacity >= self.k, 'buffer_capacity', f"must hold at least k = {self.k} completions per prompt, got {self.buffer_capacity}")

@@ -65,7 +65,7 @@ def make_searchers(cfg:Config, task, policy, tokenizer) -> list:
                              cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw,
                              name=f'vllm{i}', timeout=cfg.search_timeout, **gen) for i in range(cfg.searchers)]
     tiny = dict(seed=cfg.seed) if cfg.model == 'tiny' else None
-    return [ProcessSearcher(cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=ref, threads=cfg.searcher_threads,
+    return [ProcessSearcher(cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=ref, threads=cfg.searcher_threads, nice=cfg.searcher_nice,
                             seed=cfg.seed + 1000 * (i + 1), name=f'proc{i}', timeout=cfg.search_timeout, tiny=tiny, **gen)
             for i in range(cfg.searchers)]
 

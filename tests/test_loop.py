@@ -101,6 +101,9 @@ def test_cancellation_stops_searcher_processes(tmp_path):
         with pytest.raises(asyncio.CancelledError): await task
     asyncio.run(main())
     assert children() <= before
+    rows = [json.loads(l) for l in open(tmp_path / 'metrics.jsonl')]  # a cancelled run (a notebook cell) keeps its work
+    ck = find_checkpoint(tmp_path)
+    assert int(ck.name.split('_')[1]) == rows[-1]['train/step'] and (ck / 'buffer.pt').exists()
 
 
 def test_searcher_timeout_and_dead_worker_fail_loudly():
@@ -315,3 +318,12 @@ run_interruptible(long_run())
     _, err = p.communicate(timeout=30)
     assert p.returncode == 130 and 'exiting at once' in err, err[-3000:]
     assert time.monotonic() - t < 5
+
+
+def test_searcher_process_runs_at_the_niceness_asked():
+    async def main():
+        s = await ProcessSearcher('tiny', reward=vowels, tiny=dict(seed=0), nice=7).start()
+        try: return int((Path(f'/proc/{s.proc.pid}') / 'stat').read_text().rsplit(')', 1)[1].split()[16])  # field 19: nice
+        finally: await s.aclose()
+    assert asyncio.run(main()) == os.nice(0) + 7
+    with pytest.raises(ValueError, match='nice must be in 0..19'): ProcessSearcher('tiny', nice=20)

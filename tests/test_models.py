@@ -7,9 +7,10 @@ import torch
 from tba_kit import models
 
 
-def test_smollm2_converts_once_then_reuses(tmp_path, monkeypatch):
+def test_smollm2_converts_once_then_reuses(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv('TBA_KIT_CACHE', str(tmp_path))
     path = models.smollm2_path()
+    assert 'tba_kit: converting smollm2-135m-instruct' in capsys.readouterr().err  # a 20 s step is announced
     assert path == tmp_path / 'models' / models.DEFAULT_MODEL
     assert {'config.json', 'model.safetensors', 'tokenizer.json'} <= {p.name for p in path.iterdir()}
     assert [p.name for p in path.parent.iterdir()] == [models.DEFAULT_MODEL]  # no temporary folder left behind
