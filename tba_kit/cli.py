@@ -22,7 +22,7 @@ def _parser():
     t = sub.add_parser('train', help='train as a YAML config says; --key=value overrides any field')
     t.add_argument('config', nargs='?', help='YAML config (optional with --resume)')
     t.add_argument('--resume', help='run directory or checkpoint to continue from')
-    t.add_argument('--no-progress', action='store_true', help='no progress bar')
+    t.add_argument('--no-progress', action='store_true', help='no progress bar (what the run is doing is still printed)')
     e = sub.add_parser('eval', help="greedy held-out accuracy of a config's model or a run's checkpoint")
     e.add_argument('target', help='YAML config, or a run directory / checkpoint')
     e.add_argument('--limit', type=int, default=None, help='evaluate on the first N held-out prompts')
@@ -50,7 +50,7 @@ def main(argv:list|None=None) -> int:
         if args.command == 'train':
             cfg, resume = _train_config(args, rest)
             from tba_kit.loop import run
-            summary = run_interruptible(run(cfg, resume=resume, progress=not args.no_progress))
+            summary = run_interruptible(run(cfg, resume=resume, progress='lines' if args.no_progress else True))
             print(json.dumps({'out_dir': summary.out_dir, 'steps': summary.steps, 'seconds': round(summary.seconds, 1),
                               'eval_before': summary.eval_before, 'eval_after': summary.eval_after, 'final': summary.final}, indent=1))
         else:

@@ -217,16 +217,17 @@ class Status:
     def __init__(self, show=None, every:float=5.):  # show(line) displays a line (default: standard error)
         self.show, self.every = show or _stderr, every
         self.text, self.t0, self.shown = None, 0., 0.
-        self._stop, self._thread = threading.Event(), None
+        self._stop, self._thread, self._lock = threading.Event(), None, threading.Lock()
 
     def __call__(self, text:str, new:bool=False):
         "Report `text`; `new` starts a new phase (its clock restarts)"
         now = time.monotonic()
-        if new or self.text is None: self.t0 = now
-        self.text = text
+        with self._lock:
+            if new or self.text is None: self.t0 = now
+            self.text = text
+            if self._thread is None:  # repeats the line while the phase lasts; ends between phases
+                self._thread = threading.Thread(target=self._beat, name='tba_kit-status', daemon=True); self._thread.start()
         self._emit(now)
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._beat, name='tba_kit-status', daemon=True); self._thread.start()
 
     def _emit(self, now:float):
         self.shown, text = now, self.text
@@ -234,7 +235,9 @@ class Status:
 
     def _beat(self):
         while not self._stop.wait(min(1., self.every / 2)):
-            if self.text is not None and time.monotonic() - self.shown >= self.every: self._emit(time.monotonic())
+            with self._lock:
+                if self.text is None: self._thread = None; return
+            if time.monotonic() - self.shown >= self.every: self._emit(time.monotonic())
 
     def done(self): self.text = None  # between phases: nothing to repeat
     def close(self): self.done(); self._stop.set()
@@ -266,7 +269,7 @@ class Run:
         cfg, why = cfg.resolve_precision()  # 'auto' -> what is fast on this machine
         if why: _stderr(f"precision: {why}")
         self.cfg, self.progress = cfg, progress
-        self.status = Status(None if progress else lambda line: None)  # progress=False: quiet
+        self.status = Status(None if progress else lambda line: None)  # progress=False: quiet; 'lines': phases, no bar
         if cfg.searcher == 'vllm': import_vllm()  # says what to install before any model loads
         for name in cfg.log_with: require(*SINKS[name].needs)
         if cfg.device.startswith('cuda') and not torch.cuda.is_available():
@@ -276,6 +279,7 @@ class Run:
         self.task = make_task(cfg.task, **cfg.task_args)
         self.status(f"loading the policy {cfg.model!r}", new=True)
         self.model, self.tok = make_policy(cfg)
+        self.status.done()
         self.eval_ref = None
         if cfg.eval_kl_samples:  # eval/kl's reference: a frozen copy of the initial policy
             ref = _plain(self.model)
@@ -559,7 +563,7 @@ class Run:
 async def run(
     config:Config|dict|str|Path|None=None,  # a Config, a dict of fields, or a YAML file
     resume:str|Path|None=None,  # a run directory or checkpoint to continue from
-    progress=True,  # show a progress bar; or a callable(run) returning an object with update / set_postfix / close
+    progress=True,  # a progress bar and phase lines; 'lines': phase lines only; False: quiet; or a callable(run) returning a display (update / set_postfix / close, optionally phase)
     **overrides,  # fields that replace the config's
 ) -> RunSummary:
     "Train with TBA (or the sync baseline) as `config` says; `await run(...)` in a notebook, `tba train` on the command line"
