@@ -194,6 +194,10 @@ def _left_padded_prompts(input_ids:Tensor, plen:Tensor, rows:Tensor) -> tuple:
     ids = torch.where(mask, input_ids[rows].gather(1, pos.clamp(min=0)), 0)
     return ids, mask.long()
 
+def _prompt_pass(model:nn.Module, ids:Tensor, mask:Tensor, **kw):
+    "Left-padded prompts [G, P] through `model`, positions counted from each prompt's first token; the output holds their key/value cache"
+    return model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True, logits_to_keep=1, **kw)
+
 def shared_prompt_logprobs(
     model:nn.Module,  # a transformers causal LM (key/value cache, position_ids)
     input_ids:Tensor,  # [B, L] prompt then completion, right-padded
@@ -212,8 +216,7 @@ def shared_prompt_logprobs(
     same = (starts == starts[first][group]) & ((input_ids == input_ids[first][group]) | (ar[None] >= starts[:, None])).all(1)
     if not same.all(): return None  # some group's rows differ in their prompt
     pids, pmask = _left_padded_prompts(input_ids, starts[first], first)  # [G, P]
-    out = model(input_ids=pids, attention_mask=pmask, position_ids=(pmask.cumsum(-1) - 1).clamp(min=0), use_cache=True,
-                logits_to_keep=1, **kw)
+    out = _prompt_pass(model, pids, pmask, **kw)
     cache = out.past_key_values
     cache.batch_select_indices(group)  # each row gets its group's prompt keys / values (a differentiable gather)
     C = int((ends - starts).max())

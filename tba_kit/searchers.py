@@ -14,7 +14,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import torch
 from torch import nn
 
-from .core import Trajectory, _device, sequence_logprob_sums
+from .core import Trajectory, _device, _prompt_pass, sequence_logprob_sums
 from .models import load_model, require
 from .tasks import Prompt, score
 
@@ -106,9 +106,7 @@ def _recorder():
 def _prompt_cache(model, ids, mask, k:int):
     "Key/value cache of all but the last prompt token, computed once per prompt and repeated for its `k` rows (None: no sharing)"
     if k == 1 or getattr(model, 'config', None) is None or ids.shape[1] < 2: return None
-    ids, mask = ids[::k, :-1], mask[::k, :-1]  # rows come in runs of k copies of a prompt
-    cache = model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True,
-                  logits_to_keep=1).past_key_values
+    cache = _prompt_pass(model, ids[::k, :-1], mask[::k, :-1]).past_key_values  # rows come in runs of k copies of a prompt
     cache.batch_repeat_interleave(k)
     return cache
 

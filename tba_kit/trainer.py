@@ -127,20 +127,18 @@ class Trainer:
     def _forward(self, mb:Batch):
         need_repr = isinstance(getattr(self.objective, 'log_z', None), HeadLogZ)
         with self._autocast():
-            lp, out = self._logprobs(self.model, mb, output_hidden_states=need_repr)  # [b, L] float32
-        prompt_repr = None
-        if need_repr and out.logits.shape[0] != len(mb):  # the shared prompt pass: [G, P, H], left-padded
-            prompt_repr = out.hidden_states[-1][:, -1][mb.group].float()  # [b, H] hidden state at the last prompt token
-        elif need_repr:
-            last = mb.completion_mask.float().argmax(-1) - 1  # [b]
-            prompt_repr = out.hidden_states[-1][torch.arange(len(mb)), last].float()  # [b, H]
-        return lp, prompt_repr
+            return self._logprobs(self.model, mb, need_repr)  # [b, L] float32, [b, H] or None
 
-    def _logprobs(self, model, mb:Batch, **kw) -> tuple:
-        "Per-token log-probs of the completions: each group's prompt computed once when the model allows, else every row whole"
+    def _logprobs(self, model, mb:Batch, need_repr:bool=False) -> tuple:
+        "Per-token log-probs of the completions (each group's prompt computed once when the model allows, else every row whole) and, if asked, the hidden state at each row's last prompt token"
+        kw = dict(output_hidden_states=True) if need_repr else {}
         if self.share_prompts and (res := shared_prompt_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, mb.group, **kw)):
-            return res
-        return completion_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, **kw)
+            lp, out = res
+            return lp, out.hidden_states[-1][:, -1][mb.group].float() if need_repr else None  # prompts were left-padded: [G, P, H]
+        lp, out = completion_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, **kw)
+        if not need_repr: return lp, None
+        last = mb.completion_mask.float().argmax(-1) - 1  # [b]
+        return lp, out.hidden_states[-1][torch.arange(len(mb)), last].float()  # [b, H]
 
     def step(self, batch:Batch) -> dict:
         "One optimisation step on `batch`; returns metrics"
