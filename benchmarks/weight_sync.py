@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import load_model
-from tba_kit.searchers import ProcessSearcher, WeightStore
+from tba_kit.searchers import ProcessSearcher, FileChannel
 from tba_kit.tasks import PromptTask
 
 
@@ -19,21 +19,20 @@ async def main(repeats:int):
     model, tok = load_model(dtype='float32')  # the trainer's fp32 master weights
     task = PromptTask(['Say hi'], lambda prompts, completions, **kw: [0.] * len(completions))
     searcher = await ProcessSearcher('smollm2-135m-instruct', reward=task.reward, threads=1, max_new_tokens=1).start()
-    store = WeightStore()
+    channel = FileChannel()
     publish, load = [], []
     try:
         for v in range(1, repeats + 1):
             with torch.no_grad(): next(model.parameters()).add_(1e-3)  # new weights each time
             t = time.perf_counter()
-            path = store.publish(model, v, torch.bfloat16)
+            handle = channel.publish(model, v, dtype=torch.bfloat16)
             publish.append(time.perf_counter() - t)
-            await searcher.load_weights(path, v)
+            await searcher.load_weights(handle)
             await searcher.search(task.prompts(), k=1)  # the worker installs the file first and times it
             assert searcher.version == v
             load.append(searcher.metrics['sync/load_seconds'])
-            store.keep_only(set())
     finally:
-        await searcher.aclose(); store.close()
+        await searcher.aclose(); channel.close()
     res = {'model': 'smollm2-135m-instruct', 'bytes': sum(p.numel() * 2 for p in model.parameters()), 'repeats': repeats,
            'publish_seconds_median': statistics.median(publish), 'load_seconds_median': statistics.median(load),
            'end_to_end_seconds_median': statistics.median(a + b for a, b in zip(publish, load)),

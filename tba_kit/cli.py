@@ -57,9 +57,9 @@ def main(argv:list|None=None) -> int:
             if rest: raise ValueError(f"unexpected arguments {rest}")
             print(json.dumps(evaluate_target(args.target, args.limit), indent=1))
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as e:
-        print(f"tba: error: {e}", file=sys.stderr); return 2
+        _say(f"error: {e}"); return 2
     except (KeyboardInterrupt, asyncio.CancelledError):
-        print("tba: interrupted; searchers stopped", file=sys.stderr); return 130
+        _say("interrupted; searchers stopped"); return 130
     return 0
 
 def evaluate_target(target:str, limit:int|None=None) -> dict:
@@ -84,20 +84,24 @@ def run_interruptible(coro):
     "Run `coro` to completion; the first SIGINT / SIGTERM cancels it (the run checkpoints), a second one exits at once"
     loop = asyncio.new_event_loop()
     task, hits = loop.create_task(coro), []
-    def interrupt(sig):
+    def interrupt(sig):  # acts first, then says so: a dead terminal or pipe on stderr must not stop it
         hits.append(sig)
         if len(hits) == 1:
-            print(f"\ntba: {sig.name}: finishing the current step and writing a checkpoint (Ctrl-C again to exit at once)",
-                  file=sys.stderr, flush=True)
             task.cancel()
+            _say(f"{sig.name}: finishing the current step and writing a checkpoint (Ctrl-C again to exit at once)")
         else:
-            print("tba: exiting at once, without a checkpoint", file=sys.stderr, flush=True); os._exit(130)
+            _say("exiting at once, without a checkpoint"); os._exit(130)
     sigs = (signal.SIGINT, signal.SIGTERM)
     for s in sigs: loop.add_signal_handler(s, interrupt, s)
     try: return loop.run_until_complete(task)
     finally:
         for s in sigs: loop.remove_signal_handler(s)
         loop.run_until_complete(loop.shutdown_asyncgens()); loop.close()
+
+def _say(line:str):
+    "A message to standard error; lost quietly when stderr is gone (a closed terminal or pipe)"
+    try: print(f"tba: {line}", file=sys.stderr, flush=True)
+    except (OSError, ValueError): sys.stderr = open(os.devnull, 'w')  # gone for good: later messages too
 
 # %% ../nbs/11_cli.ipynb #b546899e
 if __name__ == '__main__': sys.exit(main())

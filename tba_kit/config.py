@@ -11,11 +11,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['OBJECTIVES', 'SAMPLERS', 'LOGGERS', 'Config']
+__all__ = ['LOGGERS', 'Config', 'given']
 
 # %% ../nbs/09_config.ipynb #3ffc9495
-OBJECTIVES = ('vargrad', 'tb', 'ppo', 'grpo', 'rloo', 'dr_grpo')
-SAMPLERS = ('mixed', 'reward', 'recency', 'uniform')
 LOGGERS = ('tensorboard', 'wandb')
 
 @dataclass
@@ -30,7 +28,7 @@ class Config:
     task:str = 'arithmetic'  # built-in task name or 'module:factory'
     task_args:dict = field(default_factory=dict)  # keyword arguments of the task
     # objective
-    objective:str = 'vargrad'  # 'vargrad' (TBA), 'tb' (learned log Z), 'ppo', 'grpo', 'rloo', 'dr_grpo'
+    objective:str = 'vargrad'  # 'vargrad' (TBA), 'tb' (learned log Z), 'ppo', 'grpo', 'rloo', 'dr_grpo', or 'module:Name' (Name(config) -> Objective)
     beta:float = 0.05  # KL coefficient: target pi_ref * exp(r / beta)
     beta_final:float|None = None  # linear decay of beta to this value over beta_steps (None: constant)
     beta_steps:int = 0
@@ -41,7 +39,7 @@ class Config:
     # buffer and sampler
     k:int = 8  # completions per prompt (K); also the group size of a batch
     prompts_per_step:int = 4  # prompt groups in a training batch
-    sampler:str = 'mixed'  # 'mixed' (paper), 'reward', 'recency', 'uniform'
+    sampler:str = 'mixed'  # 'mixed' (paper), 'reward', 'recency', 'uniform', or 'module:Name' (Name(config) -> Sampler)
     p_recent:float = 0.95  # m: probability that a slot is a recent prompt's newest K completions
     inv_temp:float = 0.  # reward-prioritised sampling temperature (0: uniform over completions)
     max_staleness:int|None = None  # drop completions older than this many versions (None: keep all)
@@ -100,8 +98,6 @@ class Config:
         for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
         def need(ok, field_, msg):
             if not ok: raise ValueError(f"config field {field_!r}: {msg}")
-        need(self.objective in OBJECTIVES, 'objective', f"must be one of {OBJECTIVES}, got {self.objective!r}")
-        need(self.sampler in SAMPLERS, 'sampler', f"must be one of {SAMPLERS}, got {self.sampler!r}")
         need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
         need(self.searcher in ('process', 'thread', 'vllm'), 'searcher', f"must be 'process', 'thread' or 'vllm', got {self.searcher!r}")
         if self.searcher == 'vllm':
@@ -115,11 +111,12 @@ class Config:
         need(self.searcher_dtype in ('auto', 'bfloat16', 'float32'), 'searcher_dtype', f"must be 'auto', 'bfloat16' or 'float32', got {self.searcher_dtype!r}")
         need(0 <= self.p_recent <= 1, 'p_recent', f"m is a probability and must be in [0, 1], got {self.p_recent}")
         need(self.k >= 1, 'k', f"must be >= 1, got {self.k}")
-        if self.objective != 'tb' and self.objective != 'ppo':
-            need(self.k >= 2, 'k', f"{self.objective} compares the completions of a prompt with each other and needs k >= 2 (got {self.k}); use objective 'tb' for k = 1")
         need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}")
         need(self.gamma > 0, 'gamma', f"must be > 0, got {self.gamma}")
-        need(self.gamma == 1 or self.objective in ('tb', 'vargrad'), 'gamma', f"tempers the reference of the TB objectives; {self.objective!r} has none to temper")
+        from tba_kit.objectives import OBJECTIVES  # the registries: names of built-in components, or 'module:Name'
+        from tba_kit.samplers import SAMPLERS
+        if not given(self.objective): self.check_needs(_built('objective', OBJECTIVES, self).needs)
+        if not given(self.sampler): _built('sampler', SAMPLERS, self)
         need(self.beta_final is None or (self.beta_final > 0 and self.beta_steps >= 1), 'beta_final',
              "a decaying beta needs beta_final > 0 and beta_steps >= 1")
         for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'search_prompts', 'sync_every',
@@ -164,6 +161,15 @@ class Config:
                 d[key.replace('-', '_')] = yaml.safe_load(val)
         return cls.from_dict(d)
 
+    def check_needs(self, needs, who:str|None=None):
+        "Refuse settings that an objective with these `Needs` cannot train with"
+        who = who or repr(self.objective)
+        if self.k < needs.min_group:
+            raise ValueError(f"config field 'k': {who} compares the completions of a prompt with each other and needs k >= {needs.min_group} "
+                             f"(got {self.k}); use objective 'tb' for k = 1")
+        if self.gamma != 1 and not needs.tempered:
+            raise ValueError(f"config field 'gamma': tempers the reference of the TB objectives; {who} has none to temper")
+
     def _core_lists(self) -> list: return (self.vllm_cpu_threads or '').split('|')
 
     def vllm_cores(self, i:int) -> str|None:
@@ -176,7 +182,7 @@ class Config:
         from tba_kit.models import fast_dtype
         kw, why = {}, {}  # reason -> what it decided
         if self.precision == 'auto':
-            dt, reason = fast_dtype(self.device)
+            dt, reason = ('float32', _CPU_TRAINER) if self.device == 'cpu' else fast_dtype(self.device)
             kw['precision'] = 'bf16-mixed' if dt == 'bfloat16' else 'fp32'; why.setdefault(reason, []).append(f"trainer {kw['precision']}")
         if self.searcher_dtype == 'auto':  # process searchers generate on the CPU; in-process ones where the policy is
             dev = self.device if self.searcher == 'thread' else 'cuda' if self.searcher == 'vllm' and 'cuda' in self.device else 'cpu'
@@ -188,7 +194,19 @@ class Config:
     def replace(self, **kw) -> Config: return self.from_dict(self.to_dict() | kw)
 
 # %% ../nbs/09_config.ipynb #3e4e956a
+_CPU_TRAINER = ("a CPU trainer keeps fp32 (bf16-mixed autocast was no faster for the default job's train step even with native "
+                "bf16, and learned less; see benchmarks/results/main_job_search.md; precision: bf16-mixed overrides)")
+
 def _hints(): return typing.get_type_hints(Config)
+
+def given(name:str) -> bool:
+    "Whether a component's name in the config stands for an object given to `run()`, like '<MyLoss>'"
+    return name.startswith('<') and name.endswith('>')
+
+def _built(field_:str, registry, cfg):
+    "The component that `cfg.<field_>` names, built from the config; errors name the field"
+    try: return registry.get(getattr(cfg, field_))(cfg)
+    except Exception as e: raise ValueError(f"config field {field_!r}: {e}") from e
 
 def _options(hint) -> tuple: return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
 

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #9efb8b34
 from __future__ import annotations
-import inspect, time
+import difflib, importlib, inspect, time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 # %% auto #0
 __all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'completion_logprobs',
-           'shared_prompt_logprobs', 'sequence_logprob_sums']
+           'shared_prompt_logprobs', 'sequence_logprob_sums', 'Registry']
 
 # %% ../nbs/00_core.ipynb #2cf5e21a
 def _as_ids(x, name:str) -> Tensor:
@@ -253,3 +253,33 @@ def sequence_logprob_sums(
         lp, _ = shared_prompt_logprobs(model, ids, mask, comp, group) or completion_logprobs(model, ids, mask, comp)  # [b, L]
         sums += sequence_logprobs(lp, comp).tolist()
     return sums
+
+# %% ../nbs/00_core.ipynb #b6b2d9b3
+class Registry:
+    "Named factories of one kind of component; a name 'module:Name' imports a factory of your own"
+    def __init__(self, kind:str): self.kind, self.entries = kind, {}  # kind names the component in messages
+
+    def register(self, name:str, factory=None):
+        "Add `factory` under `name`; without `factory`, a decorator"
+        if factory is None: return lambda f: self.register(name, f)
+        self.entries[name] = factory
+        return factory
+
+    __setitem__ = register
+
+    def get(self, name:str):
+        "The factory registered as `name` (an entry may itself be a 'module:Name' path), or imported from 'module:Name'"
+        name = self.entries.get(name, name)
+        if not isinstance(name, str): return name
+        if ':' in name:
+            mod, attr = name.split(':', 1)
+            try: return getattr(importlib.import_module(mod), attr)
+            except (ImportError, AttributeError) as e:
+                raise ValueError(f"{self.kind} {name!r}: could not import {attr!r} from {mod!r} ({e})") from e
+        close = difflib.get_close_matches(name, list(self.entries), n=1)
+        raise ValueError(f"unknown {self.kind} {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}: "
+                         f"use one of {sorted(self.entries)} or 'module:Name' for your own")
+
+    def __contains__(self, name): return name in self.entries
+    def __iter__(self): return iter(self.entries)
+    def __repr__(self): return f"Registry({self.kind!r}: {', '.join(self.entries)})"

@@ -14,13 +14,13 @@ import numpy as np
 import torch
 
 from .buffer import ReplayBuffer
-from .config import Config
+from .config import Config, given
 from .core import collate
 from .metrics import diversity_metrics
 from .models import load_model, require, tiny_model
-from .objectives import PPO, TrajectoryBalance, VarGrad
-from .samplers import MixedSampler, RecencySampler, RewardSampler, StalenessCap, UniformSampler
-from .searchers import HFSearcher, ProcessSearcher, WeightStore, evaluate
+from .objectives import OBJECTIVES
+from .samplers import SAMPLERS, StalenessCap
+from .searchers import FileChannel, HFSearcher, ProcessSearcher, evaluate
 from .tasks import RewardError, make_task
 from .trainer import BetaSchedule, Trainer
 from .vllm_searcher import VLLMSearcher, import_vllm
@@ -32,16 +32,14 @@ __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searc
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 def make_objective(cfg:Config):
-    "The objective named by `cfg.objective`"
-    if cfg.objective == 'vargrad': return VarGrad(cfg.beta, gamma=cfg.gamma)
-    if cfg.objective == 'tb': return TrajectoryBalance(cfg.beta, log_z_lr=cfg.log_z_lr, gamma=cfg.gamma)
-    adv = {'ppo': 'grpo', 'grpo': 'grpo', 'rloo': 'rloo', 'dr_grpo': 'dr_grpo'}[cfg.objective]
-    return PPO(clip=cfg.ppo_clip, advantage=adv, kl_coef=cfg.kl_coef)
+    "The objective named by `cfg.objective` (a name in `OBJECTIVES` or 'module:Name')"
+    if given(cfg.objective): raise ValueError(f"objective {cfg.objective} was given to run() as an object: give it again, run(config, objective=...)")
+    return OBJECTIVES.get(cfg.objective)(cfg)
 
-def make_sampler(cfg:Config):
-    "The buffer sampler named by `cfg.sampler`, optionally staleness-capped"
-    s = {'mixed': lambda: MixedSampler(cfg.p_recent, cfg.inv_temp, seed=cfg.seed), 'reward': lambda: RewardSampler(cfg.inv_temp, seed=cfg.seed),
-         'recency': lambda: RecencySampler(seed=cfg.seed), 'uniform': lambda: UniformSampler(seed=cfg.seed)}[cfg.sampler]()
+def make_sampler(cfg:Config, sampler=None):
+    "The buffer sampler named by `cfg.sampler` (or `sampler` itself), staleness-capped when `cfg.max_staleness` is set"
+    if sampler is None and given(cfg.sampler): raise ValueError(f"sampler {cfg.sampler} was given to run() as an object: give it again, run(config, sampler=...)")
+    s = sampler if sampler is not None else SAMPLERS.get(cfg.sampler)(cfg)
     return StalenessCap(s, cfg.max_staleness) if cfg.max_staleness is not None else s
 
 def make_policy(cfg:Config):
@@ -164,7 +162,7 @@ class RewardGuard:
         self.failed += 1
         if self.first is None:
             self.first = e
-            print(f"tba_kit: a reward batch failed and was skipped (counted in reward/failed_batches): {e}\n{e.tb}", file=sys.stderr)
+            _stderr(f"a reward batch failed and was skipped (counted in reward/failed_batches): {e}\n{e.tb}")
         n = self.ok + self.failed
         if n >= self.min_batches and self.failed > n / 2:
             raise RewardError(f"{self.failed} of {n} reward batches failed; stopping. First failure: {self.first}", self.first.tb)
@@ -242,7 +240,10 @@ class Status:
     def done(self): self.text = None  # between phases: nothing to repeat
     def close(self): self.done(); self._stop.set()
 
-def _stderr(line:str): print(f"tba_kit: {line}", file=sys.stderr, flush=True)
+def _stderr(line:str):
+    "A message to standard error; lost quietly when stderr is gone (the terminal closed, the reading process died)"
+    try: print(f"tba_kit: {line}", file=sys.stderr, flush=True)
+    except (OSError, ValueError): sys.stderr = open(os.devnull, 'w')  # gone for good: later messages too
 
 # %% ../nbs/10_loop.ipynb #4b47bd97
 @dataclass
@@ -265,7 +266,7 @@ class RunSummary:
 
 class Run:
     "The parts of a run and the two schedules that drive them"
-    def __init__(self, cfg:Config, progress=True):
+    def __init__(self, cfg:Config, progress=True, task=None, objective=None, sampler=None):  # components given as objects replace those the config names
         cfg, why = cfg.resolve_precision()  # 'auto' -> what is fast on this machine
         if why: _stderr(f"precision: {why}")
         self.cfg, self.progress = cfg, progress
@@ -276,7 +277,10 @@ class Run:
             raise RuntimeError(f"config field 'device': {cfg.device!r} is not available here (torch.cuda.is_available() is False); use device: cpu")
         torch.set_num_threads(cfg.trainer_threads)
         torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
-        self.task = make_task(cfg.task, **cfg.task_args)
+        if task is None and given(cfg.task): raise ValueError(f"task {cfg.task} was given to run() as an object: give it again, run(config, task=...)")
+        self.task = task if task is not None else make_task(cfg.task, **cfg.task_args)
+        objective = objective if objective is not None else make_objective(cfg)
+        cfg.check_needs(objective.needs, type(objective).__name__)
         self.status(f"loading the policy {cfg.model!r}", new=True)
         self.model, self.tok = make_policy(cfg)
         self.status.done()
@@ -284,35 +288,34 @@ class Run:
         if cfg.eval_kl_samples:  # eval/kl's reference: a frozen copy of the initial policy
             ref = _plain(self.model)
             self.eval_ref = (copy.deepcopy(ref) if ref is self.model else ref).eval().requires_grad_(False)
-        tb_family = cfg.objective in ('vargrad', 'tb')
-        self.trainer = Trainer(self.model, make_objective(cfg), lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
+        self.trainer = Trainer(self.model, objective, lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                micro_batch_rows=cfg.micro_batch_rows, precision=cfg.precision, lr_schedule=cfg.lr_schedule,
                                warmup_steps=cfg.warmup_steps, decay_steps=cfg.decay_steps, total_steps=cfg.steps,
-                               beta=BetaSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps) if tb_family else None,
+                               beta=BetaSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps) if objective.needs.kl_name == 'beta' else None,
                                ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
                                ref_reset_every=cfg.ref_reset_every,
                                pad_id=self.tok.pad_token_id)
         self.buffer = ReplayBuffer(capacity_per_prompt=cfg.buffer_capacity, dedup=cfg.dedup)
-        self.sampler = make_sampler(cfg)
+        self.sampler = make_sampler(cfg, sampler)
         self.stream = PromptStream(self.task.prompts('train'), cfg.seed)
         self.out = Path(cfg.out_dir)
         self.log = MetricsLog(self.out / 'metrics.jsonl')  # its sinks start with the run
         self.timeline = MetricsLog(self.out / 'timeline.jsonl')
         self.guard = RewardGuard()
-        self.searchers, self.store, self.stopping = [], None, False
+        self.searchers, self.channel, self.stopping = [], None, False
         self.last_trajs, self.diversity_task = [], None  # the latest search's completions; a measurement in a worker thread
         self.stop_requested = self.interrupted = False
         self.search_stats, self.t_start, self.eval_seconds, self.last_acc = [], None, 0., None
         self.summary = RunSummary(str(self.out), 0, 0.)
 
     # weights -------------------------------------------------------------------------------------------------------
-    async def publish(self, reset_ref:bool=False, model=None) -> float:
-        "Send the trainer's weights (or `model`'s) to every searcher; returns the seconds spent on the trainer's side"
+    async def publish(self, reset_ref:bool=False, role:str='policy') -> float:
+        "Send the trainer's policy (or, role 'reference', its reference) to every searcher; returns the seconds spent on the trainer's side"
         t = time.perf_counter()
         dt = torch.bfloat16 if self.cfg.searcher_dtype == 'bfloat16' else torch.float32
-        path = await asyncio.to_thread(self.store.publish, model or self.model, self.trainer.version, dt)
-        for s in self.searchers: await s.load_weights(path, self.trainer.version, reset_ref)
-        self.store.keep_only(set().union(*(s.pending_paths() for s in self.searchers)) | {path})
+        model = self.trainer.ref if role == 'reference' else self.model
+        handle = await asyncio.to_thread(self.channel.publish, model, self.trainer.version, role, dt)
+        for s in self.searchers: await s.load_weights(handle, reset_ref)  # the channel deletes it once installed and superseded
         self.span('trainer', 'sync', t, version=self.trainer.version)
         return time.perf_counter() - t
 
@@ -399,7 +402,7 @@ class Run:
             self.record({**await step, **sample_stats}, bar); raise
         self.span('trainer', 'train', t, step=self.trainer.step_count)
         m.update(sample_stats); m['train/wait_seconds'] = wait
-        if cfg.mode == 'async' and (self.trainer.step_count % cfg.sync_every == 0 or 'ref/reset' in m):
+        if 'ref/reset' in m or (cfg.mode == 'async' and self.trainer.step_count % cfg.sync_every == 0):  # sync mode publishes before each step; a reset at once
             m['sync/seconds'] = await self.publish(reset_ref='ref/reset' in m)
             self.buffer.mark_sync()
         m.update(self.drain_search_stats())
@@ -415,7 +418,7 @@ class Run:
         if task is not None and task.done():
             self.diversity_task = None
             if task.exception() is None: out = task.result()
-            else: print(f"tba_kit: diversity metrics failed: {task.exception()!r}", file=sys.stderr)
+            else: _stderr(f"diversity metrics failed: {task.exception()!r}")
         if start and cfg.diversity_every and self.trainer.step_count % cfg.diversity_every == 0 and self.diversity_task is None and self.last_trajs:
             t, step = self.last_trajs, self.trainer.step_count
             def measure():
@@ -448,7 +451,8 @@ class Run:
             self.buffer.mark_sync()
             while not self.done():
                 t = time.perf_counter()
-                while not self.buffer.prompts(): await self._wait_data(data, tasks, t, 'waiting for completions')
+                while not self.sampler.ready(self.buffer, self.trainer.version):  # e.g. nothing within max_staleness yet
+                    await self._wait_data(data, tasks, t, 'waiting for completions the sampler may draw')
                 sample = self.sampler.sample(self.buffer, cfg.prompts_per_step, cfg.k, version=self.trainer.version)
                 await self.train_step(sample.collate(self.tok.pad_token_id), sample.stats, time.perf_counter() - t, bar, paused)
                 for tk in tasks:
@@ -481,7 +485,7 @@ class Run:
             self.buffer.add(trajs)
             groups = {}
             for x in trajs: groups.setdefault(x.prompt_id, []).append(x)
-            groups = [g for g in groups.values() if len(g) >= (2 if cfg.objective not in ('tb', 'ppo') else 1)]
+            groups = [g for g in groups.values() if len(g) >= self.trainer.objective.needs.min_group]  # unscored completions shrink groups
             if not groups: continue
             stats = {'buffer/staleness_mean': 0., 'sample/reward_mean': float(np.mean([x.reward for g in groups for x in g])), 'sync/seconds': pub,
                      'train/generate_seconds': gen_s}
@@ -505,7 +509,7 @@ class Run:
             ck = find_checkpoint(resume)
             extra = load_checkpoint(ck, self.trainer, self.buffer, self.sampler, self.stream)
             self.guard.ok, self.guard.failed = extra.get('guard', (0, 0))
-            print(f"tba_kit: resumed from {ck} at step {self.trainer.step_count}", file=sys.stderr)
+            _stderr(f"resumed from {ck} at step {self.trainer.step_count}")
         self.t_start = time.perf_counter()
         last = _last_row(self.log.path) if resume is not None else None
         if last:  # the clocks go on from the last logged row: figures over time stay monotone, time_limit counts all training
@@ -519,7 +523,7 @@ class Run:
 
     async def _train(self, resume) -> RunSummary:
         cfg, bar = self.cfg, None
-        self.store = WeightStore()
+        self.channel = FileChannel()
         try:
             if callable(self.progress):  # a custom display, e.g. the notebook dashboard: shown from the start
                 bar = self.progress(self)
@@ -527,7 +531,7 @@ class Run:
             self.status(f"starting {len(self.searchers)} {cfg.searcher} searcher(s) with {cfg.model!r}", new=True)
             await asyncio.gather(*(s.start() for s in self.searchers if hasattr(s, 'start')))
             if resume is not None and cfg.ref_reset_every and cfg.ref_on == 'searcher':
-                await self.publish(reset_ref=True, model=self.trainer.ref)  # the reference as of the last reset
+                await self.publish(reset_ref=True, role='reference')  # the reference as of the last reset
             await self.publish()
             if resume is None: self.summary.eval_before = await self.evaluate()
             if self.summary.eval_before: self.record({**self.summary.eval_before, 'train/step_seconds': 0.})
@@ -545,7 +549,7 @@ class Run:
             self.status.done()
             if bar is not None: bar.close()
             await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
-            self.store.close()
+            self.channel.close()
             if self.interrupted:  # Ctrl-C, SIGTERM, a cancelled notebook cell: keep the work
                 p = self.checkpoint()
                 _stderr(f"interrupted at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
@@ -564,10 +568,12 @@ async def run(
     config:Config|dict|str|Path|None=None,  # a Config, a dict of fields, or a YAML file
     resume:str|Path|None=None,  # a run directory or checkpoint to continue from
     progress=True,  # a progress bar and phase lines; 'lines': phase lines only; False: quiet; or a callable(run) returning a display (update / set_postfix / close, optionally phase)
-    **overrides,  # fields that replace the config's
+    **overrides,  # fields that replace the config's; `task`, `objective` and `sampler` may also be objects (your own components)
 ) -> RunSummary:
     "Train with TBA (or the sync baseline) as `config` says; `await run(...)` in a notebook, `tba train` on the command line"
+    objects = {k: overrides.pop(k) for k in ('task', 'objective', 'sampler') if k in overrides and not isinstance(overrides[k], str)}
+    overrides |= {k: f"<{type(v).__name__}>" for k, v in objects.items()}  # the config records what was given
     if isinstance(config, Config): cfg = config.replace(**overrides) if overrides else config
     elif isinstance(config, dict): cfg = Config.from_dict(config | overrides)
     else: cfg = Config.load(config, overrides)
-    return await Run(cfg, progress)(resume)
+    return await Run(cfg, progress, **objects)(resume)

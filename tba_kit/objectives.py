@@ -12,11 +12,12 @@ from typing import Literal
 import torch
 from torch import nn, Tensor
 
-from .core import Batch, sequence_logprobs
+from .core import Batch, Registry, sequence_logprobs
 
 # %% auto #0
-__all__ = ['LossOutput', 'check_finite', 'group_mean', 'check_groups', 'ScalarLogZ', 'TableLogZ', 'HeadLogZ', 'Objective',
-           'tb_residuals', 'TrajectoryBalance', 'vargrad_log_z', 'VarGrad', 'group_advantages', 'PPO']
+__all__ = ['OBJECTIVES', 'LossOutput', 'check_finite', 'group_mean', 'check_groups', 'ScalarLogZ', 'TableLogZ', 'HeadLogZ',
+           'Needs', 'Objective', 'tb_residuals', 'TrajectoryBalance', 'vargrad_log_z', 'VarGrad', 'group_advantages',
+           'PPO']
 
 # %% ../nbs/01_objectives.ipynb #db7e1f4b
 @dataclass(eq=False)
@@ -136,8 +137,19 @@ def _check_beta(beta, gamma=1.):
     if not beta > 0: raise ValueError(f"beta must be > 0 (it scales the reward as r/beta), got {beta}")
     if not gamma > 0: raise ValueError(f"gamma must be > 0 (it scales the reference log-prob as log pi_ref/gamma), got {gamma}")
 
+@dataclass(frozen=True)
+class Needs:
+    "What an objective needs from the data and the run: config validation, the loop and the trainer read it"
+    min_group:int = 1  # completions per prompt group (k): 2 for losses that compare a prompt's completions
+    reference:bool = True  # log pi_ref of every completion (computed by the searchers or the trainer)
+    behaviour:bool = False  # the searchers' per-token log-probs (importance ratios)
+    kl_name:str|None = None  # the attribute holding the KL coefficient, which a beta schedule assigns
+    prompt_repr:bool = False  # each prompt's hidden state at its last token (a log Z conditioned on the prompt)
+    tempered:bool = False  # takes gamma, the temperature of the reference prior
+
 class Objective(nn.Module):
     "Base of the losses: per-token (or per-sequence) policy log-probs of a `Batch` -> `LossOutput`"
+    needs = Needs()  # what this loss reads; subclasses declare theirs
     def forward(self, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None) -> LossOutput: raise NotImplementedError
     def param_groups(self) -> list:
         "Optimizer parameter groups for the objective's own parameters, with their learning rates"
@@ -191,6 +203,9 @@ class TrajectoryBalance(Objective):
     def param_groups(self) -> list:
         return [dict(params=list(self.log_z.parameters()), lr=self.log_z_lr, weight_decay=0.)]
 
+    @property
+    def needs(self): return Needs(kl_name='beta', prompt_repr=isinstance(self.log_z, HeadLogZ), tempered=True)
+
 # %% ../nbs/01_objectives.ipynb #7f59d6cf
 def vargrad_log_z(
     logp:Tensor,  # [B] log pi_theta(y|x)
@@ -211,6 +226,8 @@ class VarGrad(Objective):
         super().__init__()
         _check_beta(beta, gamma)
         self.beta, self.gamma = beta, gamma
+
+    needs = Needs(min_group=2, kl_name='beta', tempered=True)
 
     def forward(self, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None) -> LossOutput:
         check_groups(batch, 'VarGrad')
@@ -246,6 +263,9 @@ class PPO(Objective):
         if kl_coef < 0: raise ValueError(f"kl_coef must be >= 0, got {kl_coef}")
         self.clip, self.advantage, self.kl_coef, self.max_tokens = clip, advantage, kl_coef, max_tokens
 
+    @property
+    def needs(self): return Needs(min_group=2, reference=self.kl_coef > 0, behaviour=True, kl_name='kl_coef')
+
     def forward(self, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None) -> LossOutput:
         if logprobs.ndim != 2: raise ValueError(f"PPO needs per-token log-probs [B, L] = {tuple(batch.input_ids.shape)}, got {tuple(logprobs.shape)}")
         check_groups(batch, f'PPO ({self.advantage} advantages)')
@@ -269,3 +289,10 @@ class PPO(Objective):
                        'ppo/adv_std': adv.std(unbiased=False), 'reward/mean': batch.rewards.mean()}
             if torch.isfinite(kl).all(): metrics['kl/mean'] = kl.mean()
         return LossOutput(loss, {'loss/ppo': loss}, metrics)
+
+# %% ../nbs/01_objectives.ipynb #407efc99
+OBJECTIVES = Registry('objective')  # name -> factory(config) -> Objective
+OBJECTIVES.register('vargrad', lambda cfg: VarGrad(cfg.beta, gamma=cfg.gamma))
+OBJECTIVES.register('tb', lambda cfg: TrajectoryBalance(cfg.beta, log_z_lr=cfg.log_z_lr, gamma=cfg.gamma))
+for _name, _adv in [('ppo', 'grpo'), ('grpo', 'grpo'), ('rloo', 'rloo'), ('dr_grpo', 'dr_grpo')]:
+    OBJECTIVES.register(_name, lambda cfg, adv=_adv: PPO(clip=cfg.ppo_clip, advantage=adv, kl_coef=cfg.kl_coef))

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import Batch, collate
+from .core import Batch, Registry, collate
 
 # %% auto #0
-__all__ = ['Sample', 'Sampler', 'UniformSampler', 'RewardSampler', 'RecencySampler', 'MixedSampler', 'StalenessCap']
+__all__ = ['SAMPLERS', 'Sample', 'Sampler', 'UniformSampler', 'RewardSampler', 'RecencySampler', 'MixedSampler', 'StalenessCap']
 
 # %% ../nbs/03_samplers.ipynb #d8a86bce
 @dataclass(eq=False)
@@ -46,6 +46,10 @@ class Sampler:
     def draw(self, view, k:int, stats:Counter) -> list:
         "One slot: K trajectories of one prompt"
         raise NotImplementedError
+
+    def ready(self, buffer, version:int|None=None) -> bool:
+        "Whether `sample` can draw from `buffer` now (if not, the loop waits for data)"
+        return bool(buffer.prompts())
 
     def sample(self,
                buffer,  # a `ReplayBuffer` or a view with the same four reading methods
@@ -157,9 +161,12 @@ class StalenessCap(Sampler):
         self.sampler, self.max_staleness = sampler, max_staleness
     @property
     def rng(self): return self.sampler.rng
-    def sample(self, buffer, n_prompts:int, k:int, version:int|None=None) -> Sample:
+    def _view(self, buffer, version):
         if version is None: raise ValueError("StalenessCap needs the trainer's version: sample(buffer, n_prompts, k, version=...)")
-        view = _FreshView(buffer, version - self.max_staleness)
+        return _FreshView(buffer, version - self.max_staleness)
+    def ready(self, buffer, version:int|None=None) -> bool: return bool(self._view(buffer, version).prompts())
+    def sample(self, buffer, n_prompts:int, k:int, version:int|None=None) -> Sample:
+        view = self._view(buffer, version)
         if not view.prompts():
             raise ValueError(f"no completion is within max_staleness={self.max_staleness} of version {version}: the searchers "
                              "lag behind; sync weights more often, wait for fresh data, or raise max_staleness")
@@ -167,3 +174,10 @@ class StalenessCap(Sampler):
     def state_dict(self): return self.sampler.state_dict()
     def load_state_dict(self, state): self.sampler.load_state_dict(state)
     def __repr__(self): return f"StalenessCap({self.sampler!r}, max_staleness={self.max_staleness})"
+
+# %% ../nbs/03_samplers.ipynb #c5ca7854
+SAMPLERS = Registry('sampler')  # name -> factory(config) -> Sampler
+SAMPLERS.register('mixed', lambda cfg: MixedSampler(cfg.p_recent, cfg.inv_temp, seed=cfg.seed))
+SAMPLERS.register('reward', lambda cfg: RewardSampler(cfg.inv_temp, seed=cfg.seed))
+SAMPLERS.register('recency', lambda cfg: RecencySampler(seed=cfg.seed))
+SAMPLERS.register('uniform', lambda cfg: UniformSampler(seed=cfg.seed))

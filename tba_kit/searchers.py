@@ -6,7 +6,9 @@ Docs: https://tba-kit.github.io/tba_kit/searchers.html.md"""
 
 # %% ../nbs/07_searchers.ipynb #4c15f59d
 from __future__ import annotations
-import asyncio, copy, importlib, os, shutil, tempfile, time, traceback, uuid
+import asyncio, copy, importlib, os, shutil, tempfile, threading, time, traceback, uuid
+from collections import Counter
+from dataclasses import dataclass, field
 import multiprocessing as mp
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
@@ -19,8 +21,8 @@ from .models import load_model, require
 from .tasks import Prompt, score
 
 # %% auto #0
-__all__ = ['Searcher', 'policy_state', 'install_state', 'WeightStore', 'read_state', 'generate_completions', 'HFSearcher',
-           'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference']
+__all__ = ['Searcher', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state',
+           'generate_completions', 'HFSearcher', 'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -29,7 +31,7 @@ class Searcher(Protocol):
     name: str
     version: int  # version of the weights the next search uses (after pending loads)
     async def search(self, prompts:Sequence[Prompt], k:int) -> list: ...
-    async def load_weights(self, path:str, version:int, reset_ref:bool=False) -> None: ...
+    async def load_weights(self, handle:WeightHandle, reset_ref:bool=False) -> None: ...
     async def aclose(self) -> None: ...
 
 # %% ../nbs/07_searchers.ipynb #8ddc4e33
@@ -54,25 +56,69 @@ def install_state(model:nn.Module, state:dict):
     with torch.no_grad():
         for n, p in params.items(): p.copy_(state[n])
 
-class WeightStore:
-    "Versioned safetensors files of the policy on /dev/shm (or a temporary folder), written atomically"
+@dataclass(frozen=True)
+class WeightHandle:
+    "One published snapshot of weights, unique per `publish`: what the loop hands to searchers"
+    path:str  # the snapshot's safetensors file
+    version:int  # the trainer's version it holds
+    role:str = 'policy'  # 'policy', or 'reference' (the reference of TBA' after a resume)
+    channel:object = field(default=None, compare=False, repr=False)  # the channel that published it (trainer's process only)
+
+    def receive(self) -> dict:
+        "The snapshot's tensors: the searcher's side, in any process"
+        return read_state(self.path)
+
+    def hold(self):  # a searcher needs the snapshot until it is installed
+        if self.channel is not None: self.channel.hold(self)
+    def release(self):
+        if self.channel is not None: self.channel.release(self)
+    def __reduce__(self):  # to a worker process: the snapshot without its channel, as the library's class (also when defined in a notebook)
+        return importlib.import_module('tba_kit.searchers').WeightHandle, (self.path, self.version, self.role)
+
+class WeightChannel:
+    "Publishes snapshots of the trainer's weights; deletes one once no searcher holds it and its role has a newer one"
+    def __init__(self): self._holds, self._newest, self._lock = Counter(), {}, threading.Lock()
+
+    def publish(self, model:nn.Module, version:int, role:str='policy', dtype:torch.dtype|None=torch.bfloat16) -> WeightHandle:
+        "Snapshot `model`'s weights (in `dtype`) as `version`; returns its handle"
+        h = self._write(model, version, role, dtype)
+        with self._lock: old, self._newest[role] = self._newest.get(role), h
+        if old is not None: self._collect(old)
+        return h
+
+    def hold(self, h:WeightHandle):
+        with self._lock: self._holds[h] += 1
+    def release(self, h:WeightHandle):
+        with self._lock: self._holds[h] -= 1
+        self._collect(h)
+
+    def _collect(self, h):
+        with self._lock:
+            if self._holds[h] > 0 or self._newest.get(h.role) == h: return
+            del self._holds[h]
+        self._drop(h)
+
+    def _write(self, model, version, role, dtype) -> WeightHandle: raise NotImplementedError
+    def _drop(self, h:WeightHandle): raise NotImplementedError
+    def close(self): pass
+
+class FileChannel(WeightChannel):
+    "Snapshots as safetensors files on /dev/shm (or in a temporary folder), written atomically"
     def __init__(self, root:str|None=None):  # folder to write in (default: a new folder on /dev/shm when available)
+        super().__init__()
         base = root or ('/dev/shm' if os.access('/dev/shm', os.W_OK) else None)
         self.dir = Path(tempfile.mkdtemp(prefix='tba_kit-weights-', dir=base))
 
-    def publish(self, model:nn.Module, version:int, dtype:torch.dtype|None=torch.bfloat16) -> str:
-        "Write `model`'s weights as version `version`; returns the file's path"
+    def _write(self, model, version, role, dtype):
         st = require('safetensors.torch', 'pip install safetensors')
-        path, tmp = self.dir / f"v{version}.safetensors", self.dir / f".v{version}.{uuid.uuid4().hex}.tmp"
+        name = f"{role}-v{version}-{uuid.uuid4().hex[:8]}"
+        path, tmp = self.dir / f"{name}.safetensors", self.dir / f".{name}.tmp"
         st.save_file(policy_state(model, dtype), str(tmp))
         os.replace(tmp, path)
-        return str(path)
+        return WeightHandle(str(path), version, role, self)
 
-    def keep_only(self, paths:set):
-        "Delete published files not in `paths` (those no searcher still needs)"
-        for f in self.dir.glob('v*.safetensors'):
-            if str(f) not in paths: f.unlink(missing_ok=True)
-
+    def _drop(self, h): Path(h.path).unlink(missing_ok=True)
+    def files(self) -> list: return sorted(p.name for p in self.dir.glob('*.safetensors'))
     def close(self): shutil.rmtree(self.dir, ignore_errors=True)
 
 def read_state(path:str) -> dict:
@@ -149,25 +195,27 @@ def generate_completions(
 
 # %% ../nbs/07_searchers.ipynb #6e6f3079
 class _Pending:
-    "Weight files waiting to be installed at the start of the next search"
-    def __init__(self): self.load, self.reset, self.inflight = None, None, []  # (path, version) of the newest file; of the newest reset
+    "Weight snapshots waiting to be installed at the start of the next search, each held in its channel until then"
+    def __init__(self): self.load, self.reset, self.inflight = None, None, []  # the newest snapshot; the newest reset; being installed
 
-    def add(self, path:str, version:int, reset_ref:bool):
-        if reset_ref: self.reset = (path, version)
-        self.load = (path, version)
+    def add(self, handle:WeightHandle, reset_ref:bool):
+        for slot in ('load', 'reset') if reset_ref else ('load',):
+            old = getattr(self, slot)
+            handle.hold(); setattr(self, slot, handle)
+            if old is not None: old.release()  # superseded before it was installed
 
     def take(self) -> list:
-        "Loads to apply in order: [(path, version, reset_ref)]"
+        "Snapshots to install in order: [(handle, reset_ref)]"
         out = []
-        if self.reset and self.reset != self.load: out.append((*self.reset, True))
-        if self.load: out.append((*self.load, self.reset == self.load))
+        if self.reset is not None and self.reset != self.load: out.append((self.reset, True))
+        if self.load is not None: out.append((self.load, self.reset == self.load))
+        self.inflight += [h for h in (self.reset, self.load) if h is not None]  # held until `done`
         self.load = self.reset = None
-        self.inflight = out  # being installed by the current search: their files must stay
         return out
 
-    def done(self): self.inflight = []
-
-    def paths(self) -> set: return {x[0] for x in (self.load, self.reset) if x} | {x[0] for x in self.inflight}
+    def done(self):
+        for h in self.inflight: h.release()
+        self.inflight = []
 
 class _SearcherBase:
     "Scoring, trajectory building and metrics shared by the searchers"
@@ -190,7 +238,6 @@ class _SearcherBase:
         if load_s is not None: self.metrics['sync/load_seconds'] = load_s
         return trajs
 
-    def pending_paths(self) -> set: return self._pending.paths()
 
 def _encode(tokenizer, messages:list) -> list:
     "Token ids of each prompt (`Prompt.messages`): the chat template for chats (one ending in an assistant message is continued), plain encoding for text"
@@ -209,11 +256,11 @@ class _Generator:
     def apply_pending(self, loads) -> float|None:
         if not loads: return None
         t = time.perf_counter()
-        for path, version, reset in loads:
-            state = read_state(path)
+        for handle, reset in loads:
+            state = handle.receive()
             install_state(self.model, state)
             if reset and self.ref is not None: install_state(self.ref, state)
-            self.version = version
+            self.version = handle.version
         return time.perf_counter() - t
 
     def run(self, prompts, k, loads):
@@ -250,7 +297,7 @@ class HFSearcher(_SearcherBase):
             try: return await asyncio.to_thread(self._gen.run, prompts, k, self._pending.take())
             finally: self._pending.done()
 
-    async def load_weights(self, path:str, version:int, reset_ref:bool=False): self._pending.add(path, version, reset_ref)
+    async def load_weights(self, handle:WeightHandle, reset_ref:bool=False): self._pending.add(handle, reset_ref)
     async def aclose(self): pass
     def __repr__(self): return f"HFSearcher({self.name!r}, version={self.version}, {self._gen.gen})"
 
@@ -350,7 +397,7 @@ class ProcessSearcher(_SearcherBase):
         self.version = version
         return version, [[(torch.from_numpy(c), torch.from_numpy(lp), r, t, p) for c, lp, r, t, p in g] for g in groups], load_s
 
-    async def load_weights(self, path:str, version:int, reset_ref:bool=False): self._pending.add(path, version, reset_ref)
+    async def load_weights(self, handle:WeightHandle, reset_ref:bool=False): self._pending.add(handle, reset_ref)
 
     async def aclose(self, timeout:float=10.):
         "Stop the worker: ask, then terminate, then kill; never leaves the process behind"

@@ -6,10 +6,11 @@ Docs: https://tba-kit.github.io/tba_kit/tasks.html.md"""
 
 # %% ../nbs/06_tasks.ipynb #9395e207
 from __future__ import annotations
-import collections, importlib, inspect, math, re, traceback
+import asyncio, collections, inspect, math, re, traceback
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
+from .core import Registry
 from .models import require
 
 # %% auto #0
@@ -58,8 +59,10 @@ async def score(
     comps = [c if not p.is_chat else [{'role': 'assistant', 'content': c}] for p, c in zip(prompts, completions)]
     name = getattr(reward_fn, '__name__', type(reward_fn).__name__)
     try:
-        out = reward_fn(prompts=[p.messages for p in prompts], completions=comps,
-                        completion_ids=list(completion_ids) if completion_ids is not None else None, **cols)
+        kw = dict(prompts=[p.messages for p in prompts], completions=comps,
+                  completion_ids=list(completion_ids) if completion_ids is not None else None, **cols)
+        if inspect.iscoroutinefunction(reward_fn) or inspect.iscoroutinefunction(getattr(reward_fn, '__call__', None)): out = await reward_fn(**kw)
+        else: out = await asyncio.to_thread(reward_fn, **kw)  # a synchronous reward (a reward model) must not stall the event loop
         if inspect.isawaitable(out): out = await out
     except Exception as e:
         raise RewardError(f"reward function {name!r} raised {type(e).__name__}: {e}", traceback.format_exc()) from e
@@ -186,18 +189,12 @@ def arithmetic_reward(prompts, completions, completion_ids=None, answer=None, **
     return [float(same_number(last_number(completion_text(c)), a)) for c, a in zip(completions, answer)]
 
 # %% ../nbs/06_tasks.ipynb #8f5d8599
-TASKS = {'arithmetic': ArithmeticTask, 'gsm8k': 'tba_kit.gsm8k:GSM8KTask', 'tldr': 'tba_kit.tldr:TLDRTask',
-         'redteam': 'tba_kit.redteam:make_redteam_task'}  # later notebooks' tasks by import path
+TASKS = Registry('task')  # name -> factory(**task_args) -> Task; later notebooks' tasks by import path
+TASKS['arithmetic'] = ArithmeticTask
+TASKS['gsm8k'], TASKS['tldr'], TASKS['redteam'] = 'tba_kit.gsm8k:GSM8KTask', 'tba_kit.tldr:TLDRTask', 'tba_kit.redteam:make_redteam_task'
 
 def make_task(name:str, **kw) -> Task:
     "A task from a built-in name or an import path 'module:factory', built with `kw`"
-    if name in TASKS and not isinstance(TASKS[name], str): return TASKS[name](**kw)
-    if name in TASKS: name = TASKS[name]
-    if ':' in name:
-        mod, attr = name.split(':', 1)
-        try: factory = getattr(importlib.import_module(mod), attr)
-        except (ImportError, AttributeError) as e: raise ValueError(f"task {name!r}: could not import {attr!r} from {mod!r} ({e})") from e
-        task = factory(**kw)
-        if not isinstance(task, Task): raise TypeError(f"task {name!r} returned {type(task).__name__}, which lacks prompts/reward/evaluate")
-        return task
-    raise ValueError(f"unknown task {name!r}: use one of {sorted(TASKS)} or 'module:factory' for your own")
+    task = TASKS.get(name)(**kw)
+    if not isinstance(task, Task): raise TypeError(f"task {name!r} returned {type(task).__name__}, which lacks prompts/reward/evaluate")
+    return task

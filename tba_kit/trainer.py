@@ -14,7 +14,7 @@ from torch import nn
 
 from .core import Batch, _device, completion_logprobs, sequence_logprobs, shared_prompt_logprobs
 from .models import require
-from .objectives import HeadLogZ, Objective
+from .objectives import Objective
 
 # %% auto #0
 __all__ = ['select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer']
@@ -73,9 +73,8 @@ def lr_scheduler(optimizer, name:str='constant', warmup_steps:int=0, total_steps
 
 # %% ../nbs/08_trainer.ipynb #9930ba98
 def _set_beta(objective, beta:float):
-    "Assign the KL coefficient of an objective (`beta`, or PPO's `kl_coef`)"
-    if hasattr(objective, 'beta'): objective.beta = beta
-    elif hasattr(objective, 'kl_coef'): objective.kl_coef = beta
+    "Assign the KL coefficient of an objective (the attribute its `needs.kl_name` declares)"
+    if objective.needs.kl_name: setattr(objective, objective.needs.kl_name, beta)
 
 class Trainer:
     "Optimises a policy with an objective on batches of prompt groups"
@@ -117,7 +116,7 @@ class Trainer:
 
     def _fill_ref(self, mb:Batch):
         missing = torch.isnan(mb.ref_logprobs)
-        if not missing.any(): return
+        if not missing.any() or not self.objective.needs.reference: return
         if self.ref is None: raise ValueError("the batch has no reference log-probs and the trainer has no reference model: "
                                               "build searchers with ref='copy' or the Trainer with ref_model='copy'")
         with torch.no_grad(), self._autocast():
@@ -125,7 +124,7 @@ class Trainer:
         mb.ref_logprobs = torch.where(missing, sequence_logprobs(lp, mb.completion_mask), mb.ref_logprobs)
 
     def _forward(self, mb:Batch):
-        need_repr = isinstance(getattr(self.objective, 'log_z', None), HeadLogZ)
+        need_repr = self.objective.needs.prompt_repr
         with self._autocast():
             return self._logprobs(self.model, mb, need_repr)  # [b, L] float32, [b, H] or None
 
@@ -161,7 +160,7 @@ class Trainer:
         metrics.update({'train/grad_norm': float(grad_norm), 'train/lr': lr, 'train/step': self.step_count,
                         'train/rows': B, 'train/tokens': int(batch.attention_mask.sum()),
                         'train/staleness': float((self.version - 1 - batch.versions).float().mean())})
-        if hasattr(self.objective, 'beta'): metrics['train/beta'] = float(self.objective.beta)
+        if (kl := self.objective.needs.kl_name): metrics[f'train/{kl}'] = float(getattr(self.objective, kl))
         if self.ref_reset_every and self.step_count % self.ref_reset_every == 0:
             if self.ref is not None: self.ref.load_state_dict(self.model.state_dict())
             metrics['ref/reset'] = 1

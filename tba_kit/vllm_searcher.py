@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import torch
 
 from .models import resolve_model
-from .searchers import SearcherError, _encode, _Pending, _SearcherBase
+from .searchers import SearcherError, WeightHandle, _encode, _Pending, _SearcherBase
 
 # %% auto #0
 __all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_kwargs', 'engine_args', 'cpu_binding', 'FileTransport',
@@ -105,9 +105,9 @@ class FileTransport:
         from safetensors.torch import save_file
         with safe_open(str(src), 'pt') as f: save_file({'lm_head.weight': f.get_tensor(self.tied_key)}, str(folder / 'lm_head.safetensors'))
 
-    def stage(self, path:str, version:int) -> Path:
-        "A folder holding the published file `path` (plus the output embedding when the served model was untied)"
-        d = self.root / f"v{version:06d}"
+    def stage(self, handle) -> Path:
+        "A folder holding the published snapshot `handle` (plus the output embedding when the served model was untied)"
+        path, d = handle.path, self.root / Path(handle.path).stem  # one folder per snapshot: a reference and a policy of one version differ
         if not d.exists():
             tmp = self.root / f".tmp-{uuid.uuid4().hex[:8]}"
             tmp.mkdir()
@@ -117,9 +117,9 @@ class FileTransport:
             os.replace(tmp, d)
         return d
 
-    async def load(self, engine, path:str, version:int, timeout:float):
-        "Install the weights in `path` into `engine` (called while the engine is paused)"
-        d = await asyncio.to_thread(self.stage, path, version)
+    async def load(self, engine, handle, timeout:float):
+        "Install the snapshot `handle` into `engine` (called while the engine is paused)"
+        d = await asyncio.to_thread(self.stage, handle)
         await engine.collective_rpc('reload_weights', timeout=timeout, kwargs={'weights_path': str(d)})
         old, self.current[id(engine)] = self.current.get(id(engine)), d
         if old is not None and old != d and old not in self.current.values(): shutil.rmtree(old, ignore_errors=True)
@@ -248,10 +248,10 @@ class VLLMSearcher(_SearcherBase):
         return version, groups, load_s
 
     # weights -----------------------------------------------------------------------------------------------------------
-    async def load_weights(self, path:str, version:int, reset_ref:bool=False):
-        "Queue a new version; a background task installs the newest one while requests stay in flight"
+    async def load_weights(self, handle:WeightHandle, reset_ref:bool=False):
+        "Queue a new snapshot; a background task installs the newest one while requests stay in flight"
         self._raise_sync_error()
-        self._pending.add(path, version, reset_ref)
+        self._pending.add(handle, reset_ref)
         self._kick()
 
     def _kick(self):
@@ -266,23 +266,23 @@ class VLLMSearcher(_SearcherBase):
         try:
             while loads := self._pending.take():
                 t = time.perf_counter()
-                for path, version, reset in loads:
-                    if reset and self.ref_engine is not None: await self._reload(self.ref_engine, path, version)
-                path, version, _ = loads[-1]
-                await self._reload(self.engine, path, version)
-                self.version, self._load_s = version, time.perf_counter() - t
+                for handle, reset in loads:
+                    if reset and self.ref_engine is not None: await self._reload(self.ref_engine, handle)
+                handle = loads[-1][0]
+                await self._reload(self.engine, handle)
+                self.version, self._load_s = handle.version, time.perf_counter() - t
         except Exception as e: self._sync_error = e
         finally: self._pending.done()
 
-    async def _reload(self, engine, path:str, version:int):
+    async def _reload(self, engine, handle:WeightHandle):
         "Pause (requests kept), reload on every worker, drop the prefix cache, resume: all within the timeout"
         async def go():
             await engine.pause_generation(mode='keep', clear_cache=False)
             try:
-                await self.transport.load(engine, path, version, self.timeout)
+                await self.transport.load(engine, handle, self.timeout)
                 await engine.reset_prefix_cache()
             finally: await engine.resume_generation()
-        await self._within(go(), f"weight sync to version {version}")
+        await self._within(go(), f"weight sync to version {handle.version}")
 
     async def wait_synced(self):
         "Wait until queued weights are installed (raises if the sync failed)"
