@@ -20,7 +20,7 @@ from .metrics import diversity_metrics
 from .models import load_model, require, tiny_model
 from .objectives import OBJECTIVES
 from .samplers import SAMPLERS, StalenessCap
-from .searchers import FileChannel, HFSearcher, ProcessSearcher, evaluate
+from .searchers import FileChannel, HFSearcher, ProcessSearcher, ShmChannel, evaluate
 from .tasks import RewardError, make_task
 from .trainer import BetaSchedule, Trainer
 from .vllm_searcher import VLLMSearcher, import_vllm
@@ -323,13 +323,14 @@ class Run:
     async def search_once(self, searcher, prompts) -> list:
         "One search; a failed reward batch is counted and skipped"
         t = time.perf_counter()
-        try: trajs = await searcher.search(prompts, self.cfg.k)
+        try: res = await searcher.search(prompts, self.cfg.k)
         except RewardError as e:
             self.span(searcher.name, 'search', t, completions=0)
             self.guard.failure(e); return []
+        trajs = res.trajectories
         self.span(searcher.name, 'search', t, completions=len(trajs), version=min((x.version for x in trajs), default=None))
         self.guard.success()
-        self.search_stats.append((searcher.name, searcher.metrics))
+        self.search_stats.append((searcher.name, res.metrics))
         if trajs: self.last_trajs = trajs
         return trajs
 
@@ -523,7 +524,7 @@ class Run:
 
     async def _train(self, resume) -> RunSummary:
         cfg, bar = self.cfg, None
-        self.channel = FileChannel()
+        self.channel = FileChannel() if cfg.searcher == 'vllm' else ShmChannel()  # vLLM reloads safetensors folders
         try:
             if callable(self.progress):  # a custom display, e.g. the notebook dashboard: shown from the start
                 bar = self.progress(self)

@@ -6,12 +6,12 @@ Docs: https://tba-kit.github.io/tba_kit/searchers.html.md"""
 
 # %% ../nbs/07_searchers.ipynb #4c15f59d
 from __future__ import annotations
-import asyncio, copy, importlib, os, shutil, tempfile, threading, time, traceback, uuid
+import asyncio, copy, importlib, itertools, os, shutil, tempfile, threading, time, traceback, uuid
 from collections import Counter
 from dataclasses import dataclass, field
 import multiprocessing as mp
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
 import torch
 from torch import nn
@@ -21,8 +21,9 @@ from .models import load_model, require
 from .tasks import Prompt, score
 
 # %% auto #0
-__all__ = ['Searcher', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state',
-           'generate_completions', 'HFSearcher', 'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference']
+__all__ = ['Searcher', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state', 'ShmHandle',
+           'ShmChannel', 'generate_completions', 'Completion', 'SearchResult', 'SearcherBase', 'HFSearcher',
+           'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -30,7 +31,8 @@ class Searcher(Protocol):
     "Generates scored trajectories with a possibly stale policy"
     name: str
     version: int  # version of the weights the next search uses (after pending loads)
-    async def search(self, prompts:Sequence[Prompt], k:int) -> list: ...
+    async def start(self) -> Searcher: ...  # ready to search (a process or an engine started); returns itself
+    async def search(self, prompts:Sequence[Prompt], k:int) -> SearchResult: ...
     async def load_weights(self, handle:WeightHandle, reset_ref:bool=False) -> None: ...
     async def aclose(self) -> None: ...
 
@@ -48,13 +50,16 @@ def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
         finally: model.unmerge_adapter()
     return {n: p.detach().to('cpu', dtype or p.dtype).contiguous() for n, p in model.named_parameters()}  # files are written from the CPU
 
-def install_state(model:nn.Module, state:dict):
-    "Copy published tensors into `model`'s parameters in place; every parameter must be present"
+def install_state(model:nn.Module, state:dict, bind:bool=False):
+    "Copy published tensors into `model`'s parameters (every one must be present); `bind`: use them as the parameters, no copy, where dtype, device and shape agree"
     params = dict(model.named_parameters())
     missing = sorted(set(params) - set(state))
     if missing: raise KeyError(f"published weights lack {len(missing)} parameters (e.g. {missing[:3]}): trainer and searcher models differ")
     with torch.no_grad():
-        for n, p in params.items(): p.copy_(state[n])
+        for n, p in params.items():
+            t = state[n]
+            if bind and (t.dtype, t.device, t.shape) == (p.dtype, p.device, p.shape): p.data = t
+            else: p.copy_(t)
 
 @dataclass(frozen=True)
 class WeightHandle:
@@ -63,6 +68,8 @@ class WeightHandle:
     version:int  # the trainer's version it holds
     role:str = 'policy'  # 'policy', or 'reference' (the reference of TBA' after a resume)
     channel:object = field(default=None, compare=False, repr=False)  # the channel that published it (trainer's process only)
+
+    zero_copy = False  # whether a searcher may use the received tensors as its weights (no copy)
 
     def receive(self) -> dict:
         "The snapshot's tensors: the searcher's side, in any process"
@@ -81,9 +88,10 @@ class WeightChannel:
 
     def publish(self, model:nn.Module, version:int, role:str='policy', dtype:torch.dtype|None=torch.bfloat16) -> WeightHandle:
         "Snapshot `model`'s weights (in `dtype`) as `version`; returns its handle"
+        with self._lock: old = self._newest.pop(role, None)
+        if old is not None: self._collect(old)  # superseded: free now unless a searcher holds it (its buffer can take the new one)
         h = self._write(model, version, role, dtype)
-        with self._lock: old, self._newest[role] = self._newest.get(role), h
-        if old is not None: self._collect(old)
+        with self._lock: self._newest[role] = h
         return h
 
     def hold(self, h:WeightHandle):
@@ -106,8 +114,7 @@ class FileChannel(WeightChannel):
     "Snapshots as safetensors files on /dev/shm (or in a temporary folder), written atomically"
     def __init__(self, root:str|None=None):  # folder to write in (default: a new folder on /dev/shm when available)
         super().__init__()
-        base = root or ('/dev/shm' if os.access('/dev/shm', os.W_OK) else None)
-        self.dir = Path(tempfile.mkdtemp(prefix='tba_kit-weights-', dir=base))
+        self.dir = _ram_dir(root)
 
     def _write(self, model, version, role, dtype):
         st = require('safetensors.torch', 'pip install safetensors')
@@ -124,6 +131,67 @@ class FileChannel(WeightChannel):
 def read_state(path:str) -> dict:
     "Tensors of a published weights file"
     return require('safetensors.torch', 'pip install safetensors').load_file(path)
+
+def _ram_dir(root:str|None) -> Path:
+    "A new folder in `root`, else on /dev/shm (a RAM disk) when writable, else in the temporary folder"
+    return Path(tempfile.mkdtemp(prefix='tba_kit-weights-', dir=root or ('/dev/shm' if os.access('/dev/shm', os.W_OK) else None)))
+
+# %% ../nbs/07_searchers.ipynb #f8f9a2ed
+@dataclass(frozen=True)
+class ShmHandle(WeightHandle):
+    "A snapshot in a flat shared-memory buffer: the layout of its tensors, and a serial (buffers are reused)"
+    layout:tuple = ()  # (name, dtype name, shape, byte offset) of each tensor
+    nbytes:int = 0
+    serial:int = 0
+    zero_copy = True
+
+    def receive(self) -> dict:
+        "Views of the snapshot's tensors in the shared buffer (no copy)"
+        buf = torch.from_file(self.path, shared=True, size=self.nbytes, dtype=torch.uint8)
+        return {n: _view(buf, getattr(torch, dt), shape, o) for n, dt, shape, o in self.layout}
+
+    def __reduce__(self):
+        cls = importlib.import_module('tba_kit.searchers').ShmHandle
+        return cls, (self.path, self.version, self.role, None, self.layout, self.nbytes, self.serial)
+
+def _view(buf, dtype, shape, offset):
+    n = dtype.itemsize * int(torch.Size(shape).numel())
+    return buf[offset:offset + n].view(dtype).view(shape)
+
+class ShmChannel(WeightChannel):
+    "Snapshots as flat buffers on /dev/shm, written in place in the searchers' dtype; released buffers are reused"
+    def __init__(self, root:str|None=None):  # folder of the buffers (default: a new folder on /dev/shm when available)
+        super().__init__()
+        self.dir, self._free, self._maps, self._serial = _ram_dir(root), [], {}, itertools.count(1)
+
+    def _write(self, model, version, role, dtype):
+        peft = hasattr(model, 'merge_adapter') and hasattr(model, 'get_base_model')
+        state = policy_state(model) if peft else {n: p.detach() for n, p in model.named_parameters()}  # LoRA: merged
+        layout, off = [], 0
+        for n, t in state.items():
+            dt = dtype or t.dtype
+            layout.append((n, str(dt).removeprefix('torch.'), tuple(t.shape), off))
+            off += -(-t.numel() * dt.itemsize // 64) * 64  # 64-byte aligned
+        path, buf = self._buffer(off)
+        with torch.no_grad():
+            for (n, dt, shape, o), t in zip(layout, state.values()): _view(buf, getattr(torch, dt), shape, o).copy_(t)
+        return ShmHandle(path, version, role, self, tuple(layout), off, next(self._serial))
+
+    def _buffer(self, nbytes:int) -> tuple:
+        "(path, mapped bytes) of a free buffer of this size, or of a new one"
+        with self._lock:
+            path = next((p for p in self._free if self._maps[p].numel() == nbytes), None)
+            if path is not None: self._free.remove(path)
+        if path is None:
+            path = str(self.dir / f"buf-{uuid.uuid4().hex[:8]}")
+            with open(path, 'wb') as f: f.truncate(nbytes)
+            self._maps[path] = torch.from_file(path, shared=True, size=nbytes, dtype=torch.uint8)
+        return path, self._maps[path]
+
+    def _drop(self, h):
+        with self._lock: self._free.append(h.path)
+    def buffers(self) -> int: return len(self._maps)
+    def close(self): self._maps.clear(); shutil.rmtree(self.dir, ignore_errors=True)
 
 # %% ../nbs/07_searchers.ipynb #b0629b55
 def _left_pad(seqs:list, pad_id:int):
@@ -196,7 +264,7 @@ def generate_completions(
 # %% ../nbs/07_searchers.ipynb #6e6f3079
 class _Pending:
     "Weight snapshots waiting to be installed at the start of the next search, each held in its channel until then"
-    def __init__(self): self.load, self.reset, self.inflight = None, None, []  # the newest snapshot; the newest reset; being installed
+    def __init__(self): self.load, self.reset, self.inflight, self.current = None, None, [], None  # newest; newest reset; being installed; in use
 
     def add(self, handle:WeightHandle, reset_ref:bool):
         for slot in ('load', 'reset') if reset_ref else ('load',):
@@ -214,29 +282,52 @@ class _Pending:
         return out
 
     def done(self):
+        "The search installed what it took: release those, keep holding the snapshot the weights now come from"
+        if self.inflight:
+            old, self.current = self.current, self.inflight[-1]
+            self.current.hold()  # zero-copy weights live in its buffer: it must not be reused while in use
+            if old is not None: old.release()
         for h in self.inflight: h.release()
         self.inflight = []
 
-class _SearcherBase:
-    "Scoring, trajectory building and metrics shared by the searchers"
+class Completion(NamedTuple):
+    "One generated completion, before scoring (what an engine returns)"
+    ids:object  # [T] completion token ids (a tensor; numpy across a process boundary)
+    logprobs:object  # [T] behaviour log-probs of its tokens
+    ref_logprob:float|None  # log pi_ref of the whole completion (None: the trainer computes it)
+    text:str
+    prompt_ids:list
+
+@dataclass(eq=False)
+class SearchResult:
+    "What one search returns: the scored trajectories (iterate it like a list) and the search's metrics"
+    trajectories:list
+    metrics:dict
+    def __iter__(self): return iter(self.trajectories)
+    def __len__(self): return len(self.trajectories)
+    def __getitem__(self, i): return self.trajectories[i]
+
+class SearcherBase:
+    "A searcher from an engine: subclasses implement `_generate(messages, k) -> (version, [[Completion]] per prompt, load seconds)` and `load_weights`"
     version, name, reward = 0, 'searcher', None
-    async def search(self, prompts:Sequence[Prompt], k:int) -> list:
-        "Generate `k` completions per prompt, score them, return the scored trajectories"
+    async def start(self): return self  # engines that need starting (a process, a vLLM engine) override it
+
+    async def search(self, prompts:Sequence[Prompt], k:int) -> SearchResult:
+        "Generate `k` completions per prompt, score them, return the scored trajectories and the search's metrics"
         if k < 1: raise ValueError(f"k (completions per prompt) must be >= 1, got {k}")
         if self.reward is None: raise ValueError(f"searcher {self.name!r} has no reward function: pass reward=task.reward")
         t0 = time.perf_counter()
-        res = await self._generate([p.messages for p in prompts], k)  # (version, [[(ids, lps, ref, text, prompt_ids)]], load_s)
-        version, groups, load_s = res
+        version, groups, load_s = await self._generate([p.messages for p in prompts], k)
         gen_s = time.perf_counter() - t0
         flat = [(p, c) for p, g in zip(prompts, groups) for c in g]
-        rewards = await score(self.reward, [p for p, _ in flat], [c[3] for _, c in flat], [c[0].tolist() for _, c in flat])
-        trajs = [Trajectory(p.id, c[4], c[0], c[1], r, version=version, ref_logprob=c[2], meta={'text': c[3], 'searcher': self.name})
-                 for (p, c), r in zip(flat, rewards) if r is not None]
-        tokens = sum(len(c[0]) for _, c in flat)
-        self.metrics = {'search/tokens': tokens, 'search/seconds': gen_s, 'search/tokens_per_s': tokens / max(gen_s, 1e-9),
-                        'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version}
-        if load_s is not None: self.metrics['sync/load_seconds'] = load_s
-        return trajs
+        rewards = await score(self.reward, [p for p, _ in flat], [c.text for _, c in flat], [c.ids.tolist() for _, c in flat])
+        trajs = [Trajectory(p.id, c.prompt_ids, c.ids, c.logprobs, r, version=version, ref_logprob=c.ref_logprob,
+                            meta={'text': c.text, 'searcher': self.name}) for (p, c), r in zip(flat, rewards) if r is not None]
+        tokens = sum(len(c.ids) for _, c in flat)
+        m = {'search/tokens': tokens, 'search/seconds': gen_s, 'search/tokens_per_s': tokens / max(gen_s, 1e-9),
+             'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version}
+        if load_s is not None: m['sync/load_seconds'] = load_s
+        return SearchResult(trajs, m)
 
 
 def _encode(tokenizer, messages:list) -> list:
@@ -258,8 +349,8 @@ class _Generator:
         t = time.perf_counter()
         for handle, reset in loads:
             state = handle.receive()
-            install_state(self.model, state)
-            if reset and self.ref is not None: install_state(self.ref, state)
+            install_state(self.model, state, bind=handle.zero_copy)
+            if reset and self.ref is not None: install_state(self.ref, state)  # a copy: the reference outlives the snapshot
             self.version = handle.version
         return time.perf_counter() - t
 
@@ -273,9 +364,9 @@ class _Generator:
                                       self.gen.get('batch_size', 64)) if self.ref is not None else [None] * len(flatc))
         texts = self.tok.batch_decode(flatc, skip_special_tokens=True)
         it = iter(zip(flatc, [lp for g in groups for _, lp in g], refs, texts, flatp))
-        return self.version, [[next(it) for _ in g] for g in groups], load_s
+        return self.version, [[Completion(*next(it)) for _ in g] for g in groups], load_s
 
-class HFSearcher(_SearcherBase):
+class HFSearcher(SearcherBase):
     "A transformers `generate` searcher running in this process (in a worker thread)"
     def __init__(self,
                  model:nn.Module, tokenizer,
@@ -327,14 +418,14 @@ def _worker_main(conn, spec:dict):
         try:
             _, prompts, k, loads = msg
             version, groups, load_s = gen.run(prompts, k, loads)
-            groups = [[(c.numpy(), lp.numpy(), r, txt, p) for c, lp, r, txt, p in g] for g in groups]
+            groups = [[c._replace(ids=c.ids.numpy(), logprobs=c.logprobs.numpy()) for c in g] for g in groups]
             conn.send(('ok', (version, groups, load_s)))
         except Exception as e:
             conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc()))
 
 class SearcherError(RuntimeError): "A searcher process failed, timed out or died"
 
-class ProcessSearcher(_SearcherBase):
+class ProcessSearcher(SearcherBase):
     "A transformers searcher in its own spawned process; start it with `await searcher.start()`"
     def __init__(self,
                  model:str,  # hub name, local folder or 'smollm2-135m-instruct' (loaded by the worker)
@@ -395,7 +486,7 @@ class ProcessSearcher(_SearcherBase):
         if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
         version, groups, load_s = msg[1]
         self.version = version
-        return version, [[(torch.from_numpy(c), torch.from_numpy(lp), r, t, p) for c, lp, r, t, p in g] for g in groups], load_s
+        return version, [[c._replace(ids=torch.from_numpy(c.ids), logprobs=torch.from_numpy(c.logprobs)) for c in g] for g in groups], load_s
 
     async def load_weights(self, handle:WeightHandle, reset_ref:bool=False): self._pending.add(handle, reset_ref)
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import torch
 
 from .models import resolve_model
-from .searchers import SearcherError, WeightHandle, _encode, _Pending, _SearcherBase
+from .searchers import Completion, SearcherBase, SearcherError, WeightHandle, _encode, _Pending
 
 # %% auto #0
 __all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_kwargs', 'engine_args', 'cpu_binding', 'FileTransport',
@@ -131,7 +131,7 @@ def _keys(path:Path) -> list:
     with safe_open(str(path), 'pt') as f: return list(f.keys())
 
 # %% ../nbs/07b_vllm.ipynb #3aec9dce
-class VLLMSearcher(_SearcherBase):
+class VLLMSearcher(SearcherBase):
     "A searcher on vLLM's V1 async engine; start it with `await searcher.start()` (or let the first search start it)"
     def __init__(self,
                  model:str,  # hub name, local folder or 'smollm2-135m-instruct'
@@ -242,7 +242,7 @@ class VLLMSearcher(_SearcherBase):
         refs = await self._ref_sums(flatp, flatc) if self.ref_engine is not None else [None] * len(flatc)
         texts = self.tok.batch_decode(flatc, skip_special_tokens=True)
         it = iter(zip(flatc, flatlp, refs, texts, flatp))
-        groups = [[(torch.tensor(c, dtype=torch.long), torch.tensor(lp, dtype=torch.float32), r, t, p) for c, lp, r, t, p in
+        groups = [[Completion(torch.tensor(c, dtype=torch.long), torch.tensor(lp, dtype=torch.float32), r, t, p) for c, lp, r, t, p in
                    (next(it) for _ in o.outputs)] for o in outs]
         load_s, self._load_s = self._load_s, None
         return version, groups, load_s
