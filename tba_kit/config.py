@@ -48,7 +48,8 @@ class Config:
     prefill:int = 32  # completions in the buffer before training starts
     # searchers
     mode:str = 'async'  # 'async' (TBA) or 'sync' (generate, then train: the on-policy baseline)
-    searcher:str = 'process'  # 'process' (one worker process each), 'thread' (in-process) or 'vllm' (vLLM engines)
+    engine:str = 'hf'  # what generates: 'hf' (transformers generate), 'vllm' (vLLM engines), or 'module:Name' (Name(config, task, policy, tokenizer, i))
+    placement:str = 'auto'  # where each searcher runs: 'process' (a worker process), 'inline' (this process); auto: process for hf, inline for vllm (its engine has its own process)
     searchers:int = 1  # number of searchers
     searcher_threads:int = 1  # torch threads of each searcher process
     searcher_nice:int = 0  # CPU niceness added to searcher processes (0-19): > 0 gives the trainer the shared cores first
@@ -58,7 +59,7 @@ class Config:
     temperature:float = 1.0
     top_p:float = 1.0
     ref_on:str = 'searcher'  # where reference log-probs are computed: 'searcher' or 'trainer'
-    # vLLM engines (searcher: vllm)
+    # vLLM engines (engine: vllm)
     vllm_max_model_len:int = 1024  # longest prompt + completion
     vllm_kv_cache_gib:float = 1.0  # KV cache of each policy engine, GiB (explicit: vLLM's CPU auto-sizing is unreliable)
     vllm_enforce_eager:bool = True  # no compilation / graph capture
@@ -99,8 +100,13 @@ class Config:
         def need(ok, field_, msg):
             if not ok: raise ValueError(f"config field {field_!r}: {msg}")
         need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
-        need(self.searcher in ('process', 'thread', 'vllm'), 'searcher', f"must be 'process', 'thread' or 'vllm', got {self.searcher!r}")
-        if self.searcher == 'vllm':
+        from tba_kit.searchers import ENGINES
+        if self.placement == 'auto': self.placement = 'inline' if self.engine == 'vllm' else 'process'
+        need(self.placement in ('process', 'inline'), 'placement', f"must be 'process', 'inline' or 'auto', got {self.placement!r}")
+        try: ENGINES.get(self.engine)
+        except ValueError as e: raise ValueError(f"config field 'engine': {e}") from None
+        if self.engine == 'vllm':
+            need(self.placement == 'inline', 'placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto')")
             need(self.model != 'tiny', 'model', "vLLM serves a model folder: save the tiny model with save_pretrained and pass the folder")
             need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
             need(len(self._core_lists()) in (1, self.searchers), 'vllm_cpu_threads',
@@ -137,6 +143,7 @@ class Config:
     def from_dict(cls, d:dict) -> Config:
         "A config from a dict; unknown keys are rejected with the closest valid name"
         names = [f.name for f in fields(cls)]
+        if 'searcher' in d: d = _split_searcher(d)  # configs (and runs to resume) from before engine / placement
         for key in d:
             if key not in names:
                 close = difflib.get_close_matches(key, names, n=1)
@@ -185,7 +192,7 @@ class Config:
             dt, reason = ('float32', _CPU_TRAINER) if self.device == 'cpu' else fast_dtype(self.device)
             kw['precision'] = 'bf16-mixed' if dt == 'bfloat16' else 'fp32'; why.setdefault(reason, []).append(f"trainer {kw['precision']}")
         if self.searcher_dtype == 'auto':  # process searchers generate on the CPU; in-process ones where the policy is
-            dev = self.device if self.searcher == 'thread' else 'cuda' if self.searcher == 'vllm' and 'cuda' in self.device else 'cpu'
+            dev = self.device if self.placement == 'inline' and self.engine == 'hf' else 'cuda' if self.engine == 'vllm' and 'cuda' in self.device else 'cpu'
             kw['searcher_dtype'], reason = fast_dtype(dev); why.setdefault(reason, []).append(f"searchers {kw['searcher_dtype']}")
         return (self.replace(**kw) if kw else self), '; '.join(f"{', '.join(what)}: {reason}" for reason, what in why.items())
 
@@ -198,6 +205,15 @@ _CPU_TRAINER = ("a CPU trainer keeps fp32 (bf16-mixed autocast was no faster for
                 "bf16, and learned less; see benchmarks/results/main_job_search.md; precision: bf16-mixed overrides)")
 
 def _hints(): return typing.get_type_hints(Config)
+
+_SEARCHER = {'thread': dict(engine='hf', placement='inline'), 'process': dict(engine='hf', placement='process'),
+             'vllm': dict(engine='vllm', placement='inline')}
+
+def _split_searcher(d:dict) -> dict:
+    "The former field `searcher` as `engine` and `placement`"
+    old = d['searcher']
+    if old not in _SEARCHER: raise ValueError(f"config field 'searcher' (now 'engine' and 'placement') must be one of {list(_SEARCHER)}, got {old!r}")
+    return {k: v for k, v in d.items() if k != 'searcher'} | _SEARCHER[old]
 
 def given(name:str) -> bool:
     "Whether a component's name in the config stands for an object given to `run()`, like '<MyLoss>'"

@@ -20,10 +20,10 @@ from .metrics import diversity_metrics
 from .models import load_model, require, tiny_model
 from .objectives import OBJECTIVES
 from .samplers import SAMPLERS, StalenessCap
-from .searchers import FileChannel, HFSearcher, ProcessSearcher, ShmChannel, evaluate
+from .searchers import ENGINES, FileChannel, ShmChannel, _plain, evaluate
 from .tasks import RewardError, make_task
 from .trainer import BetaSchedule, Trainer
-from .vllm_searcher import VLLMSearcher, import_vllm
+from .vllm_searcher import import_vllm
 
 # %% auto #0
 __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog',
@@ -50,27 +50,8 @@ def make_policy(cfg:Config):
     return load_model(cfg.model, dtype='bfloat16' if cfg.precision == 'bf16' else 'float32', lora=cfg.lora, device=cfg.device)
 
 def make_searchers(cfg:Config, task, policy, tokenizer) -> list:
-    "cfg.searchers searchers: worker processes, in-process copies of the policy, or vLLM engines"
-    gen = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
-    ref = cfg.ref_on == 'searcher'
-    if cfg.searcher == 'thread':
-        dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
-        return [HFSearcher(copy.deepcopy(_plain(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if ref else None,
-                           name=f'thread{i}', **gen) for i in range(cfg.searchers)]
-    if cfg.searcher == 'vllm':
-        return [VLLMSearcher(cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=ref, seed=cfg.seed + 1000 * (i + 1),
-                             max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
-                             cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw,
-                             name=f'vllm{i}', timeout=cfg.search_timeout, **gen) for i in range(cfg.searchers)]
-    tiny = dict(seed=cfg.seed) if cfg.model == 'tiny' else None
-    return [ProcessSearcher(cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=ref, threads=cfg.searcher_threads, nice=cfg.searcher_nice,
-                            seed=cfg.seed + 1000 * (i + 1), name=f'proc{i}', timeout=cfg.search_timeout, tiny=tiny, **gen)
-            for i in range(cfg.searchers)]
-
-def _plain(model):
-    "A copy of the policy without LoRA adapters (merged), for an in-process searcher"
-    if hasattr(model, 'merge_and_unload'): return copy.deepcopy(model).merge_and_unload()
-    return model
+    "`cfg.searchers` searchers of `cfg.engine` (see `searchers.ENGINES`), placed as `cfg.placement` says"
+    return [ENGINES.get(cfg.engine)(cfg, task, policy, tokenizer, i) for i in range(cfg.searchers)]
 
 # %% ../nbs/10_loop.ipynb #14a2be7c
 class PromptStream:
@@ -271,7 +252,7 @@ class Run:
         if why: _stderr(f"precision: {why}")
         self.cfg, self.progress = cfg, progress
         self.status = Status(None if progress else lambda line: None)  # progress=False: quiet; 'lines': phases, no bar
-        if cfg.searcher == 'vllm': import_vllm()  # says what to install before any model loads
+        if cfg.engine == 'vllm': import_vllm()  # says what to install before any model loads
         for name in cfg.log_with: require(*SINKS[name].needs)
         if cfg.device.startswith('cuda') and not torch.cuda.is_available():
             raise RuntimeError(f"config field 'device': {cfg.device!r} is not available here (torch.cuda.is_available() is False); use device: cpu")
@@ -524,12 +505,12 @@ class Run:
 
     async def _train(self, resume) -> RunSummary:
         cfg, bar = self.cfg, None
-        self.channel = FileChannel() if cfg.searcher == 'vllm' else ShmChannel()  # vLLM reloads safetensors folders
+        self.channel = FileChannel() if cfg.engine == 'vllm' else ShmChannel()  # vLLM reloads safetensors folders
         try:
             if callable(self.progress):  # a custom display, e.g. the notebook dashboard: shown from the start
                 bar = self.progress(self)
                 if hasattr(bar, 'phase'): self.status.show = bar.phase
-            self.status(f"starting {len(self.searchers)} {cfg.searcher} searcher(s) with {cfg.model!r}", new=True)
+            self.status(f"starting {len(self.searchers)} {cfg.engine} searcher(s) ({cfg.placement}) with {cfg.model!r}", new=True)
             await asyncio.gather(*(s.start() for s in self.searchers if hasattr(s, 'start')))
             if resume is not None and cfg.ref_reset_every and cfg.ref_on == 'searcher':
                 await self.publish(reset_ref=True, role='reference')  # the reference as of the last reset

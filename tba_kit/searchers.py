@@ -16,14 +16,14 @@ from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 import torch
 from torch import nn
 
-from .core import Trajectory, _device, _prompt_pass, sequence_logprob_sums
+from .core import Registry, Trajectory, _device, _prompt_pass, sequence_logprob_sums
 from .models import load_model, require
 from .tasks import Prompt, score
 
 # %% auto #0
-__all__ = ['Searcher', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state', 'ShmHandle',
-           'ShmChannel', 'generate_completions', 'Completion', 'SearchResult', 'SearcherBase', 'HFSearcher',
-           'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference']
+__all__ = ['ENGINES', 'Searcher', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state',
+           'ShmHandle', 'ShmChannel', 'generate_completions', 'Completion', 'SearchResult', 'SearcherBase',
+           'HFSearcher', 'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference', 'hf_searcher']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -550,3 +550,22 @@ def kl_to_reference(
     logp = [float(lp.sum()) for g in groups for _, lp in g]
     ref_lp = sequence_logprob_sums(ref, P, [c for g in groups for c, _ in g], tokenizer.pad_token_id, batch_size)
     return sum(a - b for a, b in zip(logp, ref_lp)) / len(logp)
+
+# %% ../nbs/07_searchers.ipynb #6f5cfc18
+def _plain(model):
+    "The policy without LoRA adapters (merged into a copy), for an in-process searcher or a frozen reference"
+    if hasattr(model, 'merge_and_unload'): return copy.deepcopy(model).merge_and_unload()
+    return model
+
+def hf_searcher(cfg, task, policy, tokenizer, i:int):
+    "Searcher `i` of engine 'hf': transformers `generate` in this process (placement inline) or in a worker process"
+    gen, ref = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p), cfg.ref_on == 'searcher'
+    if cfg.placement == 'inline':
+        dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
+        return HFSearcher(copy.deepcopy(_plain(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if ref else None, name=f'hf{i}', **gen)
+    return ProcessSearcher(cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=ref, threads=cfg.searcher_threads, nice=cfg.searcher_nice,
+                           seed=cfg.seed + 1000 * (i + 1), name=f'proc{i}', timeout=cfg.search_timeout,
+                           tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, **gen)
+
+ENGINES = Registry('engine')  # name -> factory(config, task, policy, tokenizer, i) -> Searcher
+ENGINES['hf'], ENGINES['vllm'] = hf_searcher, 'tba_kit.vllm_searcher:vllm_searcher'

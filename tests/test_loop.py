@@ -43,7 +43,7 @@ def children() -> set:
 
 def test_resume_continues_exactly(tmp_path):
     "4 steps straight == 2 steps, then --resume for 2 more (sync mode: deterministic given the restored RNG states)"
-    kw = dict(TINY, task='t_vowels', mode='sync', searcher='thread', eval=False, seed=3)
+    kw = dict(TINY, task='t_vowels', mode='sync', placement='inline', eval=False, seed=3)
     asyncio.run(run(steps=4, out_dir=str(tmp_path / 'straight'), **kw))
     asyncio.run(run(steps=2, out_dir=str(tmp_path / 'split'), **kw))
     asyncio.run(run(steps=4, out_dir=str(tmp_path / 'split'), resume=tmp_path / 'split', **kw))
@@ -65,7 +65,7 @@ def test_resume_continues_exactly(tmp_path):
 def test_async_resume_and_process_searchers(tmp_path):
     "Async run with two searcher processes, checkpoint, resume; no process is left behind"
     before = children()
-    kw = dict(TINY, task='t_vowels', searchers=2, searcher='process', eval=False)
+    kw = dict(TINY, task='t_vowels', searchers=2, placement='process', eval=False)
     s = asyncio.run(run(steps=2, out_dir=str(tmp_path / 'r'), **kw))
     s = asyncio.run(run(steps=3, out_dir=str(tmp_path / 'r'), resume=tmp_path / 'r', **kw))
     assert s.steps == 3
@@ -76,7 +76,7 @@ def test_async_resume_and_process_searchers(tmp_path):
 
 
 def test_reward_failures_are_counted_and_the_run_continues(tmp_path, capsys):
-    s = asyncio.run(run(task='t_flaky', steps=3, mode='sync', searcher='thread', eval=False, out_dir=str(tmp_path), **{k: v for k, v in TINY.items() if k != 'progress'}, progress=False))
+    s = asyncio.run(run(task='t_flaky', steps=3, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **{k: v for k, v in TINY.items() if k != 'progress'}, progress=False))
     rows = [json.loads(l) for l in open(tmp_path / 'metrics.jsonl')]
     assert s.steps == 3 and rows[-1]['reward/failed_batches'] >= 1
     assert 'scorer backend unavailable' in capsys.readouterr().err  # the first traceback is reported
@@ -84,14 +84,14 @@ def test_reward_failures_are_counted_and_the_run_continues(tmp_path, capsys):
 
 def test_run_stops_when_most_rewards_fail(tmp_path):
     with pytest.raises(RewardError, match='reward batches failed'):
-        asyncio.run(run(task='t_broken', steps=3, searcher='thread', eval=False, out_dir=str(tmp_path), **TINY))
+        asyncio.run(run(task='t_broken', steps=3, placement='inline', eval=False, out_dir=str(tmp_path), **TINY))
 
 
 def test_cancellation_stops_searcher_processes(tmp_path):
     "Cancelling the run (what Ctrl-C does) stops the worker processes before the task finishes"
     before = children()
     async def main():
-        task = asyncio.create_task(run(task='t_vowels', steps=1000, searchers=2, searcher='process', eval=False,
+        task = asyncio.create_task(run(task='t_vowels', steps=1000, searchers=2, placement='process', eval=False,
                                        out_dir=str(tmp_path), **TINY))
         for _ in range(600):  # until the searchers are up and training runs
             await asyncio.sleep(0.1)
@@ -143,6 +143,8 @@ def test_weight_file_being_installed_is_not_deleted(tmp_path):
         await s.load_weights(h2)
         assert Path(h1.path).exists() and Path(h2.path).exists()
         s._pending.done()
+        assert Path(h1.path).exists() and Path(h2.path).exists()  # h1 is what the searcher runs on now
+        s._pending.take(); s._pending.done()  # the next search installs h2
         assert not Path(h1.path).exists() and Path(h2.path).exists()
         channel.close()
     asyncio.run(main())
@@ -150,7 +152,7 @@ def test_weight_file_being_installed_is_not_deleted(tmp_path):
 
 def test_tba_eval_reads_a_run_checkpoint(tmp_path):
     from tba_kit.cli import evaluate_target
-    asyncio.run(run(task='t_vowels', steps=1, mode='sync', searcher='thread', eval=False, out_dir=str(tmp_path), **TINY))
+    asyncio.run(run(task='t_vowels', steps=1, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **TINY))
     res = evaluate_target(str(tmp_path))
     assert res['checkpoint'].endswith('step_000001') and 0 <= res['eval/reward'] <= 1 and 'eval/accuracy' in res
 
@@ -181,11 +183,11 @@ def test_lora_and_trainer_side_reference_in_full_runs(tmp_path):
     m.save_pretrained(folder); tok.save_pretrained(folder)
     kw = {k: v for k, v in TINY.items() if k not in ('model', 'progress')}
     s = asyncio.run(run(dict(kw, model=str(folder), lora=dict(r=4, target_modules=['q_proj', 'v_proj']), task='t_vowels', steps=2,
-                             searcher='process', eval=False, out_dir=str(tmp_path / 'lora')), progress=False))
+                             placement='process', eval=False, out_dir=str(tmp_path / 'lora')), progress=False))
     assert s.steps == 2
     policy = load_file(find_checkpoint(tmp_path / 'lora') / 'policy.safetensors')
     assert any('lora_' in k for k in policy)  # the adapters are what is checkpointed
-    s = asyncio.run(run(dict(kw, model='tiny', task='t_vowels', steps=2, ref_on='trainer', searcher='thread', eval=False,
+    s = asyncio.run(run(dict(kw, model='tiny', task='t_vowels', steps=2, ref_on='trainer', placement='inline', eval=False,
                              out_dir=str(tmp_path / 'ref')), progress=False))
     rows = [r for r in map(json.loads, open(tmp_path / 'ref' / 'metrics.jsonl')) if 'train/step' in r]
     assert len(rows) == 2 and all(abs(r['kl/mean']) < 50 for r in rows)  # reference log-probs were filled in (no NaN)
@@ -193,7 +195,7 @@ def test_lora_and_trainer_side_reference_in_full_runs(tmp_path):
 
 def test_diversity_metrics_are_logged_without_stalling(tmp_path):
     "diversity_every: measurements of the latest search run in a worker thread and land in later rows of metrics.jsonl"
-    asyncio.run(run(task='t_vowels', steps=5, searcher='thread', eval=False, diversity_every=1, diversity_embedding=False,
+    asyncio.run(run(task='t_vowels', steps=5, placement='inline', eval=False, diversity_every=1, diversity_embedding=False,
                     out_dir=str(tmp_path), **TINY))
     rows = [r for r in map(json.loads, open(tmp_path / 'metrics.jsonl')) if 'diversity/distinct_1' in r]
     assert rows and all(0 <= r['diversity/distinct_1'] <= 1 and r['diversity/of_step'] <= r['step'] for r in rows)
@@ -221,7 +223,7 @@ def wandb_history(run_dir: Path) -> list:
 
 def test_wandb_receives_the_metrics_and_a_resume_continues_its_run(tmp_path, monkeypatch):
     monkeypatch.setenv('WANDB_MODE', 'offline'); monkeypatch.setenv('WANDB_SILENT', 'true')
-    kw = dict(TINY, task='t_vowels', mode='sync', searcher='thread', eval=False, log_with=['wandb'], wandb_project='tba-test')
+    kw = dict(TINY, task='t_vowels', mode='sync', placement='inline', eval=False, log_with=['wandb'], wandb_project='tba-test')
     asyncio.run(run(steps=2, out_dir=str(tmp_path), **kw))
     run_id = (tmp_path / 'wandb_id').read_text()
     asyncio.run(run(steps=3, out_dir=str(tmp_path), resume=tmp_path, **kw))
@@ -247,11 +249,11 @@ def test_run_closes_a_task_that_holds_resources(tmp_path):
     class Closing(PromptTask):
         def close(self): closed.append(True)
     T.TASKS['t_closing'] = lambda **kw: Closing([f'Say word {i}' for i in range(6)], vowels, name='closing')
-    asyncio.run(run(task='t_closing', steps=2, searcher='thread', eval=False, out_dir=str(tmp_path / 'ok'), **TINY))
+    asyncio.run(run(task='t_closing', steps=2, placement='inline', eval=False, out_dir=str(tmp_path / 'ok'), **TINY))
     assert closed == [True]
     T.TASKS['t_closing_broken'] = lambda **kw: Closing([f'Say word {i}' for i in range(6)], broken, name='closing')
     with pytest.raises(RewardError):
-        asyncio.run(run(task='t_closing_broken', steps=20, searcher='thread', eval=False, out_dir=str(tmp_path / 'bad'), **TINY))
+        asyncio.run(run(task='t_closing_broken', steps=20, placement='inline', eval=False, out_dir=str(tmp_path / 'bad'), **TINY))
     assert closed == [True, True]
 
 

@@ -28,7 +28,7 @@ for name, fn in [('o_vowels', vowels), ('o_shrink', word0_scored_once)]:
     T.TASKS[name] = (lambda fn=fn: lambda **kw: PromptTask([f'Say word {i}' for i in range(6)], fn, test=['Say a word']))()
 
 TINY = dict(model='tiny', k=4, prompts_per_step=2, search_prompts=2, max_new_tokens=6, eval=False, prefill=8,
-            precision='fp32', searcher_dtype='float32', lr=1e-3, searcher='thread')
+            precision='fp32', searcher_dtype='float32', lr=1e-3, placement='inline')
 
 
 def test_ppo_refuses_groups_of_one_before_any_model_loads():

@@ -20,7 +20,7 @@ def test_gsm8k_smoke(tmp_path):
     "GSM8K (the project's fixture) through the async loop on the tiny model: trains, evaluates pass@1"
     summary = asyncio.run(run(dict(model='tiny', task='gsm8k', task_args=dict(source='fixture'), k=4, prompts_per_step=2,
                                    search_prompts=2, max_new_tokens=8, eval_max_new_tokens=8, prefill=8, precision='fp32',
-                                   searcher='thread', steps=3, out_dir=str(tmp_path / 'run')), progress=False))
+                                   placement='inline', steps=3, out_dir=str(tmp_path / 'run')), progress=False))
     assert summary.steps == 3
     assert set(summary.eval_after) >= {'eval/pass@1', 'eval/answered'}
     rows = [json.loads(l) for l in open(tmp_path / 'run' / 'metrics.jsonl')]
@@ -36,7 +36,7 @@ def test_tldr_smoke(tmp_path):
     TASKS['t_tldr'] = lambda **kw: TLDRTask(tiny_reward_model(0), tiny_reward_model(1), eos_token_id=tok.eos_token_id,
                                             source='fixture', ref_model=ref, ref_tokenizer=tok)
     summary = asyncio.run(run(dict(model='tiny', task='t_tldr', k=4, prompts_per_step=2, search_prompts=2, max_new_tokens=8,
-                                   eval_max_new_tokens=8, prefill=8, precision='fp32', searcher='thread', steps=3,
+                                   eval_max_new_tokens=8, prefill=8, precision='fp32', placement='inline', steps=3,
                                    p_recent=0.5, inv_temp=1.0, out_dir=str(tmp_path / 'run')), progress=False))
     assert summary.steps == 3
     assert set(summary.eval_after) >= {'eval/win_rate', 'eval/gold_score', 'eval/ref_perplexity'}
@@ -53,7 +53,7 @@ def test_redteam_smoke(tmp_path):
     victim, tok = tiny_model(seed=5)
     TASKS['t_redteam'] = lambda **kw: RedTeamTask(Victim(victim, tok, n=2, max_new_tokens=6), n_train=6, n_test=3)
     summary = asyncio.run(run(dict(model='tiny', task='t_redteam', k=4, prompts_per_step=2, search_prompts=2, max_new_tokens=8,
-                                   eval_max_new_tokens=8, prefill=8, precision='fp32', searcher='thread', steps=3, p_recent=0.5,
+                                   eval_max_new_tokens=8, prefill=8, precision='fp32', placement='inline', steps=3, p_recent=0.5,
                                    beta=0.05, out_dir=str(tmp_path / 'run')), progress=False))
     assert summary.steps == 3
     assert set(summary.eval_after) >= {'eval/asr', 'eval/toxicity', 'eval/diversity'}

