@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/cli.html.md"""
 
 # %% ../nbs/11_cli.ipynb #883060b7
 from __future__ import annotations
-import argparse, asyncio, json, os, signal, sys
+import argparse, asyncio, json, logging, os, signal, sys
 from pathlib import Path
 
 from .config import Config
@@ -46,6 +46,7 @@ def _with_overrides(base:dict, overrides:list) -> Config:
 def main(argv:list|None=None) -> int:
     "Entry point of the `tba` command"
     args, rest = _parser().parse_known_args(argv)
+    logging.basicConfig(format='tba_kit: %(levelname)s: %(message)s', level=logging.WARNING)  # the library's warnings
     try:
         if args.command == 'train':
             cfg, resume = _train_config(args, rest)
