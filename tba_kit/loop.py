@@ -26,12 +26,12 @@ from .trainer import BetaSchedule, Trainer
 from .vllm_searcher import import_vllm
 
 # %% auto #0
-__all__ = ['log', 'SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog',
+__all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog',
            'TensorBoardSink', 'WandbSink', 'RewardGuard', 'save_checkpoint', 'find_checkpoint', 'load_checkpoint',
            'Status', 'RunSummary', 'Run', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
-log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
+_log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
 
 def make_objective(cfg:Config):
     "The objective named by `cfg.objective` (a name in `OBJECTIVES` or 'module:Name')"
@@ -145,7 +145,7 @@ class RewardGuard:
         self.failed += 1
         if self.first is None:
             self.first = e
-            log.warning(f"a reward batch failed and was skipped (counted in reward/failed_batches): {e}\n{e.tb}")
+            _log.warning(f"a reward batch failed and was skipped (counted in reward/failed_batches): {e}\n{e.tb}")
         n = self.ok + self.failed
         if n >= self.min_batches and self.failed > n / 2:
             raise RewardError(f"{self.failed} of {n} reward batches failed; stopping. First failure: {self.first}", self.first.tb)
@@ -402,7 +402,7 @@ class Run:
         if task is not None and task.done():
             self.diversity_task = None
             if task.exception() is None: out = task.result()
-            else: log.warning(f"diversity metrics failed: {task.exception()!r}")
+            else: _log.warning(f"diversity metrics failed: {task.exception()!r}")
         if start and cfg.diversity_every and self.trainer.step_count % cfg.diversity_every == 0 and self.diversity_task is None and self.last_trajs:
             t, step = self.last_trajs, self.trainer.step_count
             def measure():
