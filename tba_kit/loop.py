@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from fastcore.basics import patch
 
 from .buffer import ReplayBuffer
 from .config import Config, given
@@ -20,7 +21,7 @@ from .metrics import diversity_metrics
 from .models import load_model, require, tiny_model
 from .objectives import OBJECTIVES
 from .samplers import SAMPLERS, StalenessCap
-from .searchers import ENGINES, FileChannel, ShmChannel, _plain, evaluate
+from .searchers import ENGINES, FileChannel, ShmChannel, _plain, evaluate as evaluate_policy
 from .tasks import RewardError, make_task
 from .trainer import BetaSchedule, Trainer
 from .vllm_searcher import import_vllm
@@ -28,7 +29,7 @@ from .vllm_searcher import import_vllm
 # %% auto #0
 __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog',
            'TensorBoardSink', 'WandbSink', 'RewardGuard', 'save_checkpoint', 'find_checkpoint', 'load_checkpoint',
-           'Status', 'RunSummary', 'Run', 'run']
+           'Status', 'RunLog', 'WeightSync', 'RunSummary', 'Run', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -228,7 +229,54 @@ def _stderr(line:str):
     try: print(f"tba_kit: {line}", file=sys.stderr, flush=True)
     except (OSError, ValueError): sys.stderr = open(os.devnull, 'w')  # gone for good: later messages too
 
-# %% ../nbs/10_loop.ipynb #4b47bd97
+# %% ../nbs/10_loop.ipynb #6301f14a
+class RunLog:
+    "A run's records: metric rows (mirrored to sinks) and timeline spans as JSONL, and its clocks"
+    def __init__(self, out:Path):
+        self.metrics, self.timeline = MetricsLog(out / 'metrics.jsonl'), MetricsLog(out / 'timeline.jsonl')
+        self.t_start, self.eval_seconds = time.perf_counter(), 0.
+
+    @property
+    def rows(self) -> list: return self.metrics.rows
+
+    def start(self, resumed:bool=False, sinks:list|None=None):
+        "Start the clocks (after a resume: from the last logged row) and the sinks"
+        self.t_start, self.eval_seconds = time.perf_counter(), 0.
+        last = _last_row(self.metrics.path) if resumed else None
+        if last: self.t_start -= last['time/seconds']; self.eval_seconds = last['time/seconds'] - last['time/train_seconds']
+        self.metrics.sinks = list(sinks or [])
+
+    def elapsed(self) -> float: return time.perf_counter() - self.t_start
+    def training_seconds(self) -> float: return self.elapsed() - self.eval_seconds
+
+    def row(self, step:int, metrics:dict) -> dict:
+        "Log the metrics of `step` with the clocks; returns the row"
+        wall = self.elapsed()
+        row = {'step': step, 'time/seconds': wall, 'time/train_seconds': wall - self.eval_seconds, **metrics}
+        self.metrics.log(row)
+        return row
+
+    def span(self, who:str, kind:str, t0:float, **kw):
+        "Add `who` spending [t0, now] on `kind` to the timeline (seconds since the run started)"
+        self.timeline.log({'who': who, 'kind': kind, 'start': t0 - self.t_start, 'end': time.perf_counter() - self.t_start, **kw})
+
+    def close(self): self.metrics.close()
+
+class WeightSync:
+    "Publishes the trainer's weights to every searcher through a weight channel"
+    def __init__(self, searchers:list, cfg:Config):
+        self.searchers, self.channel = searchers, FileChannel() if cfg.engine == 'vllm' else ShmChannel()  # vLLM reloads safetensors folders
+        self.dtype = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
+
+    async def publish(self, model, version:int, role:str='policy', reset_ref:bool=False):
+        "Snapshot `model` as `version` and hand it to every searcher (installed before its next search)"
+        handle = await asyncio.to_thread(self.channel.publish, model, version, role, self.dtype)
+        for s in self.searchers: await s.load_weights(handle, reset_ref)
+        return handle
+
+    def close(self): self.channel.close()
+
+# %% ../nbs/10_loop.ipynb #bc83134d
 @dataclass
 class RunSummary:
     "What a run did: evaluation before and after, steps, wall clock, where its files are"
@@ -282,272 +330,281 @@ class Run:
         self.sampler = make_sampler(cfg, sampler)
         self.stream = PromptStream(self.task.prompts('train'), cfg.seed)
         self.out = Path(cfg.out_dir)
-        self.log = MetricsLog(self.out / 'metrics.jsonl')  # its sinks start with the run
-        self.timeline = MetricsLog(self.out / 'timeline.jsonl')
+        self.log = RunLog(self.out)  # metrics, timeline and clocks; its sinks start with the run
         self.guard = RewardGuard()
-        self.searchers, self.channel, self.stopping = [], None, False
+        self.searchers, self.weights, self.stopping = [], None, False  # weights: the WeightSync, once searchers exist
         self.last_trajs, self.diversity_task = [], None  # the latest search's completions; a measurement in a worker thread
         self.stop_requested = self.interrupted = False
-        self.search_stats, self.t_start, self.eval_seconds, self.last_acc = [], None, 0., None
+        self.search_stats, self.last_acc = [], None
         self.summary = RunSummary(str(self.out), 0, 0.)
 
-    # weights -------------------------------------------------------------------------------------------------------
-    async def publish(self, reset_ref:bool=False, role:str='policy') -> float:
-        "Send the trainer's policy (or, role 'reference', its reference) to every searcher; returns the seconds spent on the trainer's side"
-        t = time.perf_counter()
-        dt = torch.bfloat16 if self.cfg.searcher_dtype == 'bfloat16' else torch.float32
-        model = self.trainer.ref if role == 'reference' else self.model
-        handle = await asyncio.to_thread(self.channel.publish, model, self.trainer.version, role, dt)
-        for s in self.searchers: await s.load_weights(handle, reset_ref)  # the channel deletes it once installed and superseded
-        self.span('trainer', 'sync', t, version=self.trainer.version)
-        return time.perf_counter() - t
+# %% ../nbs/10_loop.ipynb #fcc73c26
+@patch
+async def publish(self:Run, reset_ref:bool=False, role:str='policy') -> float:
+    "Send the trainer's policy (or, role 'reference', its reference) to every searcher; returns the seconds spent on the trainer's side"
+    t = time.perf_counter()
+    await self.weights.publish(self.trainer.ref if role == 'reference' else self.model, self.trainer.version, role, reset_ref)
+    self.log.span('trainer', 'sync', t, version=self.trainer.version)
+    return time.perf_counter() - t
 
-    # searching -----------------------------------------------------------------------------------------------------
-    async def search_once(self, searcher, prompts) -> list:
-        "One search; a failed reward batch is counted and skipped"
-        t = time.perf_counter()
-        try: res = await searcher.search(prompts, self.cfg.k)
-        except RewardError as e:
-            self.span(searcher.name, 'search', t, completions=0)
-            self.guard.failure(e); return []
-        trajs = res.trajectories
-        self.span(searcher.name, 'search', t, completions=len(trajs), version=min((x.version for x in trajs), default=None))
-        self.guard.success()
-        self.search_stats.append((searcher.name, res.metrics))
-        if trajs: self.last_trajs = trajs
-        return trajs
+# searching -----------------------------------------------------------------------------------------------------
 
-    async def searcher_loop(self, searcher, data:asyncio.Event, paused:asyncio.Event):
-        while not self.stopping:
-            await paused.wait()
-            trajs = await self.search_once(searcher, self.stream.take(self.cfg.search_prompts))
-            self.buffer.add(trajs)
-            data.set()
+@patch
+async def search_once(self:Run, searcher, prompts) -> list:
+    "One search; a failed reward batch is counted and skipped"
+    t = time.perf_counter()
+    try: res = await searcher.search(prompts, self.cfg.k)
+    except RewardError as e:
+        self.log.span(searcher.name, 'search', t, completions=0)
+        self.guard.failure(e); return []
+    trajs = res.trajectories
+    self.log.span(searcher.name, 'search', t, completions=len(trajs), version=min((x.version for x in trajs), default=None))
+    self.guard.success()
+    self.search_stats.append((searcher.name, res.metrics))
+    if trajs: self.last_trajs = trajs
+    return trajs
 
-    def drain_search_stats(self) -> dict:
-        "Searcher metrics since the last step: throughput summed over searchers (they run side by side), calls, unscored"
-        st, self.search_stats = self.search_stats, []
-        if not st: return {}
-        per = {}
-        for name, m in st:
-            tok, sec = per.get(name, (0, 0.))
-            per[name] = (tok + m['search/tokens'], sec + m['search/seconds'])
-        out = {'search/tokens_per_s': sum(t / max(s, 1e-9) for t, s in per.values()), 'search/calls': len(st),
-               'search/completions': sum(m['search/completions'] for _, m in st), 'search/unscored': sum(m['search/unscored'] for _, m in st)}
-        loads = [m['sync/load_seconds'] for _, m in st if 'sync/load_seconds' in m]
-        if loads: out['sync/load_seconds'] = max(loads)
-        return out
+@patch
+async def searcher_loop(self:Run, searcher, data:asyncio.Event, paused:asyncio.Event):
+    while not self.stopping:
+        await paused.wait()
+        trajs = await self.search_once(searcher, self.stream.take(self.cfg.search_prompts))
+        self.buffer.add(trajs)
+        data.set()
 
-    # evaluation and logging ----------------------------------------------------------------------------------------
-    def span(self, who:str, kind:str, t0:float, **kw):
-        "Add `who` spending [t0, now] on `kind` to the run's timeline (seconds since the run started)"
-        now = time.perf_counter()
-        self.timeline.log({'who': who, 'kind': kind, 'start': t0 - self.t_start, 'end': now - self.t_start, **kw})
+@patch
+def drain_search_stats(self:Run) -> dict:
+    "Searcher metrics since the last step: throughput summed over searchers (they run side by side), calls, unscored"
+    st, self.search_stats = self.search_stats, []
+    if not st: return {}
+    per = {}
+    for name, m in st:
+        tok, sec = per.get(name, (0, 0.))
+        per[name] = (tok + m['search/tokens'], sec + m['search/seconds'])
+    out = {'search/tokens_per_s': sum(t / max(s, 1e-9) for t, s in per.values()), 'search/calls': len(st),
+           'search/completions': sum(m['search/completions'] for _, m in st), 'search/unscored': sum(m['search/unscored'] for _, m in st)}
+    loads = [m['sync/load_seconds'] for _, m in st if 'sync/load_seconds' in m]
+    if loads: out['sync/load_seconds'] = max(loads)
+    return out
 
-    async def evaluate(self, paused:asyncio.Event|None=None) -> dict:
-        if not self.cfg.eval or not self.task.prompts('test'): return {}
-        if paused is not None: paused.clear()  # no new searches while evaluating
-        t, what = time.perf_counter(), f"evaluating at step {self.trainer.step_count}"
-        def progress(done, n):
-            if self.interrupted: raise asyncio.CancelledError()  # the run is being interrupted: stop between batches
-            self.status(f"{what}: {done} of {n} held-out problems")
-        self.status(f"{what}: 0 of {len(self.task.prompts('test')[:self.cfg.eval_limit])} held-out problems", new=True)
-        try:
-            res = await asyncio.to_thread(evaluate, self.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
-                                          64, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples, progress)
-        finally:
-            self.status.done()
-            if paused is not None: paused.set()
-        self.eval_seconds += time.perf_counter() - t
-        self.span('trainer', 'eval', t, step=self.trainer.step_count)
-        examples = self.out / 'evals' / f"step_{self.trainer.step_count:06d}.jsonl"  # the greedy answers, to look at later
-        examples.parent.mkdir(parents=True, exist_ok=True)
-        examples.write_text(''.join(json.dumps({'prompt': q, 'completion': a}) + '\n' for q, a in res['examples']))
-        return {k: v for k, v in res.items() if k != 'examples'} | {'eval/seconds': time.perf_counter() - t}
+# evaluation and logging ----------------------------------------------------------------------------------------
 
-    def record(self, metrics:dict, bar=None):
-        wall = time.perf_counter() - self.t_start
-        row = {'step': self.trainer.step_count, 'time/seconds': wall, 'time/train_seconds': wall - self.eval_seconds,
-               **metrics, 'reward/failed_batches': self.guard.failed}
-        self.log.log(row)
-        if bar is not None:
-            post = {'reward': row.get('reward/mean', float('nan'))}
-            if 'eval/accuracy' in row: self.last_acc = row['eval/accuracy']
-            if self.last_acc is not None: post['acc'] = self.last_acc
-            if 'buffer/staleness_mean' in row: post['stale'] = row['buffer/staleness_mean']
-            bar.set_postfix({k: f"{v:.3g}" for k, v in post.items()}); bar.update(1)
+# %% ../nbs/10_loop.ipynb #d078b3ef
+@patch
+async def evaluate(self:Run, paused:asyncio.Event|None=None) -> dict:
+    if not self.cfg.eval or not self.task.prompts('test'): return {}
+    if paused is not None: paused.clear()  # no new searches while evaluating
+    t, what = time.perf_counter(), f"evaluating at step {self.trainer.step_count}"
+    def progress(done, n):
+        if self.interrupted: raise asyncio.CancelledError()  # the run is being interrupted: stop between batches
+        self.status(f"{what}: {done} of {n} held-out problems")
+    self.status(f"{what}: 0 of {len(self.task.prompts('test')[:self.cfg.eval_limit])} held-out problems", new=True)
+    try:
+        res = await asyncio.to_thread(evaluate_policy, self.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
+                                      64, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples, progress)
+    finally:
+        self.status.done()
+        if paused is not None: paused.set()
+    self.log.eval_seconds += time.perf_counter() - t
+    self.log.span('trainer', 'eval', t, step=self.trainer.step_count)
+    examples = self.out / 'evals' / f"step_{self.trainer.step_count:06d}.jsonl"  # the greedy answers, to look at later
+    examples.parent.mkdir(parents=True, exist_ok=True)
+    examples.write_text(''.join(json.dumps({'prompt': q, 'completion': a}) + '\n' for q, a in res['examples']))
+    return {k: v for k, v in res.items() if k != 'examples'} | {'eval/seconds': time.perf_counter() - t}
 
-    # the two schedules ---------------------------------------------------------------------------------------------
-    async def train_step(self, batch, sample_stats:dict, wait:float, bar, paused=None):
-        cfg, t = self.cfg, time.perf_counter()
-        step = asyncio.ensure_future(asyncio.to_thread(self.trainer.step, batch))
-        try: m = await asyncio.shield(step)
-        except asyncio.CancelledError:  # interrupted: the step in flight finishes, so that the checkpoint holds it
-            self.record({**await step, **sample_stats}, bar); raise
-        self.span('trainer', 'train', t, step=self.trainer.step_count)
-        m.update(sample_stats); m['train/wait_seconds'] = wait
-        if 'ref/reset' in m or (cfg.mode == 'async' and self.trainer.step_count % cfg.sync_every == 0):  # sync mode publishes before each step; a reset at once
-            m['sync/seconds'] = await self.publish(reset_ref='ref/reset' in m)
-            self.buffer.mark_sync()
-        m.update(self.drain_search_stats())
-        m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
-        if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0: m.update(await self.evaluate(paused))
-        if cfg.checkpoint_every and self.trainer.step_count % cfg.checkpoint_every == 0: self.checkpoint()
-        m.update(self.diversity())
-        self.record(m, bar)
+@patch
+def record(self:Run, metrics:dict, bar=None):
+    row = self.log.row(self.trainer.step_count, {**metrics, 'reward/failed_batches': self.guard.failed})
+    if bar is not None:
+        post = {'reward': row.get('reward/mean', float('nan'))}
+        if 'eval/accuracy' in row: self.last_acc = row['eval/accuracy']
+        if self.last_acc is not None: post['acc'] = self.last_acc
+        if 'buffer/staleness_mean' in row: post['stale'] = row['buffer/staleness_mean']
+        bar.set_postfix({k: f"{v:.3g}" for k, v in post.items()}); bar.update(1)
 
-    def diversity(self, start:bool=True) -> dict:
-        "Collect a finished diversity measurement; start the next one (in a worker thread: the trainer never waits on it)"
-        cfg, out, task = self.cfg, {}, self.diversity_task
-        if task is not None and task.done():
-            self.diversity_task = None
-            if task.exception() is None: out = task.result()
-            else: _log.warning(f"diversity metrics failed: {task.exception()!r}")
-        if start and cfg.diversity_every and self.trainer.step_count % cfg.diversity_every == 0 and self.diversity_task is None and self.last_trajs:
-            t, step = self.last_trajs, self.trainer.step_count
-            def measure():
-                t0 = time.perf_counter()
-                d = diversity_metrics([x.prompt_id for x in t], [x.meta.get('text', '') for x in t], [x.reward for x in t],
-                                      embedder=None if cfg.diversity_embedding else False)
-                return d | {'diversity/seconds': time.perf_counter() - t0, 'diversity/of_step': step}
-            self.diversity_task = asyncio.ensure_future(asyncio.to_thread(measure))
-        return out
+# the two schedules ---------------------------------------------------------------------------------------------
 
-    def stop(self):
-        "Ask the run to stop after the current step; it still evaluates and writes its final checkpoint"
-        self.stop_requested = True
+@patch
+def diversity(self:Run, start:bool=True) -> dict:
+    "Collect a finished diversity measurement; start the next one (in a worker thread: the trainer never waits on it)"
+    cfg, out, task = self.cfg, {}, self.diversity_task
+    if task is not None and task.done():
+        self.diversity_task = None
+        if task.exception() is None: out = task.result()
+        else: _log.warning(f"diversity metrics failed: {task.exception()!r}")
+    if start and cfg.diversity_every and self.trainer.step_count % cfg.diversity_every == 0 and self.diversity_task is None and self.last_trajs:
+        t, step = self.last_trajs, self.trainer.step_count
+        def measure():
+            t0 = time.perf_counter()
+            d = diversity_metrics([x.prompt_id for x in t], [x.meta.get('text', '') for x in t], [x.reward for x in t],
+                                  embedder=None if cfg.diversity_embedding else False)
+            return d | {'diversity/seconds': time.perf_counter() - t0, 'diversity/of_step': step}
+        self.diversity_task = asyncio.ensure_future(asyncio.to_thread(measure))
+    return out
 
-    def done(self) -> bool:
-        if self.stop_requested or self.trainer.step_count >= self.cfg.steps: return True
-        return self.cfg.time_limit is not None and time.perf_counter() - self.t_start - self.eval_seconds > 60 * self.cfg.time_limit
+# %% ../nbs/10_loop.ipynb #517b5c27
+@patch
+async def train_step(self:Run, batch, sample_stats:dict, wait:float, bar, paused=None):
+    cfg, t = self.cfg, time.perf_counter()
+    step = asyncio.ensure_future(asyncio.to_thread(self.trainer.step, batch))
+    try: m = await asyncio.shield(step)
+    except asyncio.CancelledError:  # interrupted: the step in flight finishes, so that the checkpoint holds it
+        self.record({**await step, **sample_stats}, bar); raise
+    self.log.span('trainer', 'train', t, step=self.trainer.step_count)
+    m.update(sample_stats); m['train/wait_seconds'] = wait
+    if 'ref/reset' in m or (cfg.mode == 'async' and self.trainer.step_count % cfg.sync_every == 0):  # sync mode publishes before each step; a reset at once
+        m['sync/seconds'] = await self.publish(reset_ref='ref/reset' in m)
+        self.buffer.mark_sync()
+    m.update(self.drain_search_stats())
+    m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
+    if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0: m.update(await self.evaluate(paused))
+    if cfg.checkpoint_every and self.trainer.step_count % cfg.checkpoint_every == 0: self.checkpoint()
+    m.update(self.diversity())
+    self.record(m, bar)
 
-    async def train_async(self, bar):
-        cfg, data, paused = self.cfg, asyncio.Event(), asyncio.Event()
-        paused.set()
-        tasks = [asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}") for s in self.searchers]
-        try:
-            t, new = time.perf_counter(), True
-            while len(self.buffer) < cfg.prefill or not self.buffer.prompts():
-                what = f"pre-filling the buffer: {len(self.buffer)} of {cfg.prefill} completions"
-                if what != self.status.text: self.status(what, new=new); new = False
-                await self._wait_data(data, tasks, t, what)
-            self.status.done()
-            self.buffer.mark_sync()
-            while not self.done():
-                t = time.perf_counter()
-                while not self.sampler.ready(self.buffer, self.trainer.version):  # e.g. nothing within max_staleness yet
-                    await self._wait_data(data, tasks, t, 'waiting for completions the sampler may draw')
-                sample = self.sampler.sample(self.buffer, cfg.prompts_per_step, cfg.k, version=self.trainer.version)
-                await self.train_step(sample.collate(self.tok.pad_token_id), sample.stats, time.perf_counter() - t, bar, paused)
-                for tk in tasks:
-                    if tk.done() and tk.exception(): raise tk.exception()
-        finally:
-            self.stopping = True  # also ends a searcher loop whose cancellation was lost
-            for tk in tasks: tk.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+@patch
+def stop(self:Run):
+    "Ask the run to stop after the current step; it still evaluates and writes its final checkpoint"
+    self.stop_requested = True
 
-    async def _wait_data(self, data, tasks, t0, what):
-        data.clear()
-        for tk in tasks:
-            if tk.done() and tk.exception(): raise tk.exception()
-        left = self.cfg.wait_timeout - (time.perf_counter() - t0)
-        if left <= 0: raise TimeoutError(f"the trainer waited {self.cfg.wait_timeout:.0f} s (wait_timeout) while {what}; are the searchers alive?")
-        waiter = asyncio.ensure_future(data.wait())
-        try: await asyncio.wait([waiter, *tasks], timeout=min(left, 5), return_when=asyncio.FIRST_COMPLETED)
-        finally: waiter.cancel()
+@patch
+def done(self:Run) -> bool:
+    if self.stop_requested or self.trainer.step_count >= self.cfg.steps: return True
+    return self.cfg.time_limit is not None and self.log.training_seconds() > 60 * self.cfg.time_limit
 
-    async def train_sync(self, bar):
-        cfg = self.cfg
+# %% ../nbs/10_loop.ipynb #cc3a55b4
+@patch
+async def train_async(self:Run, bar):
+    cfg, data, paused = self.cfg, asyncio.Event(), asyncio.Event()
+    paused.set()
+    tasks = [asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}") for s in self.searchers]
+    try:
+        t, new = time.perf_counter(), True
+        while len(self.buffer) < cfg.prefill or not self.buffer.prompts():
+            what = f"pre-filling the buffer: {len(self.buffer)} of {cfg.prefill} completions"
+            if what != self.status.text: self.status(what, new=new); new = False
+            await self._wait_data(data, tasks, t, what)
+        self.status.done()
+        self.buffer.mark_sync()
         while not self.done():
             t = time.perf_counter()
-            pub = await self.publish()
-            self.buffer.mark_sync()
-            prompts = self.stream.take(cfg.prompts_per_step)
-            shards = [prompts[i::len(self.searchers)] for i in range(len(self.searchers))]
-            got = await asyncio.gather(*(asyncio.wait_for(self.search_once(s, sh), cfg.search_timeout) for s, sh in zip(self.searchers, shards) if sh))
-            trajs, gen_s = [x for g in got for x in g], time.perf_counter() - t
-            self.buffer.add(trajs)
-            groups = {}
-            for x in trajs: groups.setdefault(x.prompt_id, []).append(x)
-            groups = [g for g in groups.values() if len(g) >= self.trainer.objective.needs.min_group]  # unscored completions shrink groups
-            if not groups: continue
-            stats = {'buffer/staleness_mean': 0., 'sample/reward_mean': float(np.mean([x.reward for g in groups for x in g])), 'sync/seconds': pub,
-                     'train/generate_seconds': gen_s}
-            await self.train_step(collate(groups, self.tok.pad_token_id), stats, 0., bar)
+            while not self.sampler.ready(self.buffer, self.trainer.version):  # e.g. nothing within max_staleness yet
+                await self._wait_data(data, tasks, t, 'waiting for completions the sampler may draw')
+            sample = self.sampler.sample(self.buffer, cfg.prompts_per_step, cfg.k, version=self.trainer.version)
+            await self.train_step(sample.collate(self.tok.pad_token_id), sample.stats, time.perf_counter() - t, bar, paused)
+            for tk in tasks:
+                if tk.done() and tk.exception(): raise tk.exception()
+    finally:
+        self.stopping = True  # also ends a searcher loop whose cancellation was lost
+        for tk in tasks: tk.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
-    def checkpoint(self) -> Path:
-        p = save_checkpoint(self.out, self.trainer, self.buffer, self.sampler, self.stream, self.cfg,
-                            {'guard': (self.guard.ok, self.guard.failed)})
-        self.summary.checkpoint = str(p)
-        return p
+@patch
+async def _wait_data(self:Run, data, tasks, t0, what):
+    data.clear()
+    for tk in tasks:
+        if tk.done() and tk.exception(): raise tk.exception()
+    left = self.cfg.wait_timeout - (time.perf_counter() - t0)
+    if left <= 0: raise TimeoutError(f"the trainer waited {self.cfg.wait_timeout:.0f} s (wait_timeout) while {what}; are the searchers alive?")
+    waiter = asyncio.ensure_future(data.wait())
+    try: await asyncio.wait([waiter, *tasks], timeout=min(left, 5), return_when=asyncio.FIRST_COMPLETED)
+    finally: waiter.cancel()
 
-    async def __call__(self, resume:str|Path|None=None) -> RunSummary:
-        cfg = self.cfg
-        if resume is None and ((self.out / 'metrics.jsonl').exists() or (self.out / 'checkpoints').exists()):
-            raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
-                                  "or choose another out_dir (--out_dir=...); nothing was overwritten")
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))
-        self.searchers = make_searchers(cfg, self.task, self.model, self.tok)  # before a resume: references start as the initial policy
-        if resume is not None:
-            ck = find_checkpoint(resume)
-            extra = load_checkpoint(ck, self.trainer, self.buffer, self.sampler, self.stream)
-            self.guard.ok, self.guard.failed = extra.get('guard', (0, 0))
-            _stderr(f"resumed from {ck} at step {self.trainer.step_count}")
-        self.t_start = time.perf_counter()
-        last = _last_row(self.log.path) if resume is not None else None
-        if last:  # the clocks go on from the last logged row: figures over time stay monotone, time_limit counts all training
-            self.t_start -= last['time/seconds']; self.eval_seconds = last['time/seconds'] - last['time/train_seconds']
-        self.log.sinks = [SINKS[name](self.out, cfg) for name in cfg.log_with]
-        try: return await self._train(resume)
-        finally:
-            self.status.close()
-            self.log.close()
-            if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
+@patch
+async def train_sync(self:Run, bar):
+    cfg = self.cfg
+    while not self.done():
+        t = time.perf_counter()
+        pub = await self.publish()
+        self.buffer.mark_sync()
+        prompts = self.stream.take(cfg.prompts_per_step)
+        shards = [prompts[i::len(self.searchers)] for i in range(len(self.searchers))]
+        got = await asyncio.gather(*(asyncio.wait_for(self.search_once(s, sh), cfg.search_timeout) for s, sh in zip(self.searchers, shards) if sh))
+        trajs, gen_s = [x for g in got for x in g], time.perf_counter() - t
+        self.buffer.add(trajs)
+        groups = {}
+        for x in trajs: groups.setdefault(x.prompt_id, []).append(x)
+        groups = [g for g in groups.values() if len(g) >= self.trainer.objective.needs.min_group]  # unscored completions shrink groups
+        if not groups: continue
+        stats = {'buffer/staleness_mean': 0., 'sample/reward_mean': float(np.mean([x.reward for g in groups for x in g])), 'sync/seconds': pub,
+                 'train/generate_seconds': gen_s}
+        await self.train_step(collate(groups, self.tok.pad_token_id), stats, 0., bar)
 
-    async def _train(self, resume) -> RunSummary:
-        cfg, bar = self.cfg, None
-        self.channel = FileChannel() if cfg.engine == 'vllm' else ShmChannel()  # vLLM reloads safetensors folders
-        try:
-            if callable(self.progress):  # a custom display, e.g. the notebook dashboard: shown from the start
-                bar = self.progress(self)
-                if hasattr(bar, 'phase'): self.status.show = bar.phase
-            self.status(f"starting {len(self.searchers)} {cfg.engine} searcher(s) ({cfg.placement}) with {cfg.model!r}", new=True)
-            await asyncio.gather(*(s.start() for s in self.searchers if hasattr(s, 'start')))
-            if resume is not None and cfg.ref_reset_every and cfg.ref_on == 'searcher':
-                await self.publish(reset_ref=True, role='reference')  # the reference as of the last reset
-            await self.publish()
-            if resume is None: self.summary.eval_before = await self.evaluate()
-            if self.summary.eval_before: self.record({**self.summary.eval_before, 'train/step_seconds': 0.})
-            if self.progress is True:
-                tqdm = require('tqdm.auto', 'pip install tqdm').tqdm
-                bar = tqdm(total=cfg.steps, initial=self.trainer.step_count, desc=f"{cfg.mode} {cfg.objective}", dynamic_ncols=True)
-                self.status.show = lambda line: tqdm.write(f"tba_kit: {line}", file=sys.stderr)  # above the bar
-            await (self.train_async(bar) if cfg.mode == 'async' else self.train_sync(bar))
-            if self.diversity_task is not None:  # the measurement still in flight: log it rather than drop it
-                await asyncio.wait([self.diversity_task], timeout=cfg.wait_timeout)
-                if d := self.diversity(start=False): self.record(d)
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            self.interrupted = True; raise
-        finally:
-            self.status.done()
-            if bar is not None: bar.close()
-            await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
-            self.channel.close()
-            if self.interrupted:  # Ctrl-C, SIGTERM, a cancelled notebook cell: keep the work
-                p = self.checkpoint()
-                _stderr(f"interrupted at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
-                        f"continue with `tba train --resume {self.out}`")
-        self.summary.eval_after = await self.evaluate()
-        if self.summary.eval_after: self.record(self.summary.eval_after)
-        self.checkpoint()
-        steps = [r for r in self.log.rows if 'train/step' in r][-10:]
-        keys = ('reward/mean', 'loss/tb', 'train/step_seconds', 'train/wait_seconds', 'search/tokens_per_s', 'sync/seconds', 'buffer/staleness_mean')
-        self.summary.final = {k: float(np.mean([r[k] for r in steps if k in r])) for k in keys if any(k in r for r in steps)}
-        self.summary.steps, self.summary.seconds = self.trainer.step_count, time.perf_counter() - self.t_start
-        (self.out / 'summary.json').write_text(json.dumps(self.summary.__dict__, indent=1, default=str))
-        return self.summary
+# %% ../nbs/10_loop.ipynb #08605426
+@patch
+def checkpoint(self:Run) -> Path:
+    p = save_checkpoint(self.out, self.trainer, self.buffer, self.sampler, self.stream, self.cfg,
+                        {'guard': (self.guard.ok, self.guard.failed)})
+    self.summary.checkpoint = str(p)
+    return p
 
+@patch
+async def __call__(self:Run, resume:str|Path|None=None) -> RunSummary:
+    cfg = self.cfg
+    if resume is None and ((self.out / 'metrics.jsonl').exists() or (self.out / 'checkpoints').exists()):
+        raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
+                              "or choose another out_dir (--out_dir=...); nothing was overwritten")
+    self.out.mkdir(parents=True, exist_ok=True)
+    (self.out / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))
+    self.searchers = make_searchers(cfg, self.task, self.model, self.tok)  # before a resume: references start as the initial policy
+    if resume is not None:
+        ck = find_checkpoint(resume)
+        extra = load_checkpoint(ck, self.trainer, self.buffer, self.sampler, self.stream)
+        self.guard.ok, self.guard.failed = extra.get('guard', (0, 0))
+        _stderr(f"resumed from {ck} at step {self.trainer.step_count}")
+    self.log.start(resumed=resume is not None, sinks=[SINKS[name](self.out, cfg) for name in cfg.log_with])
+    try: return await self._train(resume)
+    finally:
+        self.status.close()
+        self.log.close()
+        if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
+
+# %% ../nbs/10_loop.ipynb #d7d92f8a
+@patch
+async def _train(self:Run, resume) -> RunSummary:
+    cfg, bar = self.cfg, None
+    self.weights = WeightSync(self.searchers, cfg)
+    try:
+        if callable(self.progress):  # a custom display, e.g. the notebook dashboard: shown from the start
+            bar = self.progress(self)
+            if hasattr(bar, 'phase'): self.status.show = bar.phase
+        self.status(f"starting {len(self.searchers)} {cfg.engine} searcher(s) ({cfg.placement}) with {cfg.model!r}", new=True)
+        await asyncio.gather(*(s.start() for s in self.searchers if hasattr(s, 'start')))
+        if resume is not None and cfg.ref_reset_every and cfg.ref_on == 'searcher':
+            await self.publish(reset_ref=True, role='reference')  # the reference as of the last reset
+        await self.publish()
+        if resume is None: self.summary.eval_before = await self.evaluate()
+        if self.summary.eval_before: self.record({**self.summary.eval_before, 'train/step_seconds': 0.})
+        if self.progress is True:
+            tqdm = require('tqdm.auto', 'pip install tqdm').tqdm
+            bar = tqdm(total=cfg.steps, initial=self.trainer.step_count, desc=f"{cfg.mode} {cfg.objective}", dynamic_ncols=True)
+            self.status.show = lambda line: tqdm.write(f"tba_kit: {line}", file=sys.stderr)  # above the bar
+        await (self.train_async(bar) if cfg.mode == 'async' else self.train_sync(bar))
+        if self.diversity_task is not None:  # the measurement still in flight: log it rather than drop it
+            await asyncio.wait([self.diversity_task], timeout=cfg.wait_timeout)
+            if d := self.diversity(start=False): self.record(d)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        self.interrupted = True; raise
+    finally:
+        self.status.done()
+        if bar is not None: bar.close()
+        await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
+        self.weights.close()
+        if self.interrupted:  # Ctrl-C, SIGTERM, a cancelled notebook cell: keep the work
+            p = self.checkpoint()
+            _stderr(f"interrupted at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
+                    f"continue with `tba train --resume {self.out}`")
+    self.summary.eval_after = await self.evaluate()
+    if self.summary.eval_after: self.record(self.summary.eval_after)
+    self.checkpoint()
+    steps = [r for r in self.log.rows if 'train/step' in r][-10:]
+    keys = ('reward/mean', 'loss/tb', 'train/step_seconds', 'train/wait_seconds', 'search/tokens_per_s', 'sync/seconds', 'buffer/staleness_mean')
+    self.summary.final = {k: float(np.mean([r[k] for r in steps if k in r])) for k in keys if any(k in r for r in steps)}
+    self.summary.steps, self.summary.seconds = self.trainer.step_count, self.log.elapsed()
+    (self.out / 'summary.json').write_text(json.dumps(self.summary.__dict__, indent=1, default=str))
+    return self.summary
+
+# %% ../nbs/10_loop.ipynb #9817fcae
 async def run(
     config:Config|dict|str|Path|None=None,  # a Config, a dict of fields, or a YAML file
     resume:str|Path|None=None,  # a run directory or checkpoint to continue from

@@ -22,7 +22,7 @@ __all__ = ['read_metrics', 'curves', 'health', 'diversity', 'buffer_histograms',
 def read_metrics(run, file:str='metrics.jsonl') -> list:
     "Rows of a run's `file` (metrics or timeline): from a run directory, a .jsonl path, a RunSummary, a live Run, or rows"
     if isinstance(run, list): return run
-    if hasattr(run, 'log'): return list((run.timeline if file == 'timeline.jsonl' else run.log).rows)  # a live loop.Run
+    if hasattr(run, 'log'): return list((run.log.timeline if file == 'timeline.jsonl' else run.log.metrics).rows)  # a live loop.Run
     p = Path(getattr(run, 'out_dir', run))
     if p.is_dir(): p = p / file
     if not p.exists(): raise FileNotFoundError(f"no {file} at {str(p)!r}: pass a run directory (its out_dir) or a .jsonl file")
