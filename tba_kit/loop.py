@@ -76,7 +76,7 @@ class PromptStream:
     def state_dict(self): return {'epoch': self.epoch, 'pos': self.pos}
     def load_state_dict(self, s): self.epoch, self.pos = s['epoch'], s['pos']; self._order()
 
-# %% ../nbs/10_loop.ipynb #62f67543
+# %% ../nbs/10_loop.ipynb #496bd2a9
 class MetricsLog:
     "Append-only JSONL rows of a run, mirrored to `sinks` (tensorboard, wandb: anything with log(row) and close())"
     def __init__(self, path:Path|None, sinks:list|None=None):
@@ -107,6 +107,7 @@ def _scalars(row:dict) -> dict:
     return {k: float(v) for k, v in row.items()
             if k != 'step' and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 
+# %% ../nbs/10_loop.ipynb #c35c6d93
 class TensorBoardSink:
     "Metric rows as tensorboard scalars in `out_dir/tensorboard`, at the row's trainer step"
     needs = ('torch.utils.tensorboard', 'pip install tensorboard')
@@ -135,6 +136,7 @@ class WandbSink:
 
 SINKS = {'tensorboard': TensorBoardSink, 'wandb': WandbSink}  # the config's `log_with` names
 
+# %% ../nbs/10_loop.ipynb #314d81ef
 class RewardGuard:
     "Counts failed reward batches; raises once most of them fail"
     def __init__(self, min_batches:int=4):

@@ -36,7 +36,7 @@ class Searcher(Protocol):
     async def load_weights(self, handle:WeightHandle, reset_ref:bool=False) -> None: ...
     async def aclose(self) -> None: ...
 
-# %% ../nbs/07_searchers.ipynb #8ddc4e33
+# %% ../nbs/07_searchers.ipynb #01a698a5
 def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
     "Parameters to publish: tied weights once; a peft model's adapters merged under the base model's names"
     if hasattr(model, 'merge_adapter') and hasattr(model, 'get_base_model'):  # peft
@@ -61,6 +61,7 @@ def install_state(model:nn.Module, state:dict, bind:bool=False):
             if bind and (t.dtype, t.device, t.shape) == (p.dtype, p.device, p.shape): p.data = t
             else: p.copy_(t)
 
+# %% ../nbs/07_searchers.ipynb #a042d3b9
 @dataclass(frozen=True)
 class WeightHandle:
     "One published snapshot of weights, unique per `publish`: what the loop hands to searchers"
@@ -110,6 +111,7 @@ class WeightChannel:
     def _drop(self, h:WeightHandle): raise NotImplementedError
     def close(self): pass
 
+# %% ../nbs/07_searchers.ipynb #61dfb136
 class FileChannel(WeightChannel):
     "Snapshots as safetensors files on /dev/shm (or in a temporary folder), written atomically"
     def __init__(self, root:str|None=None):  # folder to write in (default: a new folder on /dev/shm when available)
@@ -193,7 +195,7 @@ class ShmChannel(WeightChannel):
     def buffers(self) -> int: return len(self._maps)
     def close(self): self._maps.clear(); shutil.rmtree(self.dir, ignore_errors=True)
 
-# %% ../nbs/07_searchers.ipynb #b0629b55
+# %% ../nbs/07_searchers.ipynb #0d2696f8
 def _left_pad(seqs:list, pad_id:int):
     "Left-padded [B, P] ids and attention mask"
     P = max(len(s) for s in seqs)
@@ -224,6 +226,7 @@ def _prompt_cache(model, ids, mask, k:int):
     cache.batch_repeat_interleave(k)
     return cache
 
+# %% ../nbs/07_searchers.ipynb #9489280e
 @torch.inference_mode()
 def generate_completions(
     model:nn.Module, tokenizer,
@@ -261,7 +264,7 @@ def generate_completions(
         if progress is not None: progress(len(out), len(prompt_ids))
     return out
 
-# %% ../nbs/07_searchers.ipynb #6e6f3079
+# %% ../nbs/07_searchers.ipynb #33311b26
 class _Pending:
     "Weight snapshots waiting to be installed at the start of the next search, each held in its channel until then"
     def __init__(self): self.load, self.reset, self.inflight, self.current = None, None, [], None  # newest; newest reset; being installed; in use
@@ -290,6 +293,7 @@ class _Pending:
         for h in self.inflight: h.release()
         self.inflight = []
 
+# %% ../nbs/07_searchers.ipynb #4101ba9c
 class Completion(NamedTuple):
     "One generated completion, before scoring (what an engine returns)"
     ids:object  # [T] completion token ids (a tensor; numpy across a process boundary)
@@ -329,7 +333,7 @@ class SearcherBase:
         if load_s is not None: m['sync/load_seconds'] = load_s
         return SearchResult(trajs, m)
 
-
+# %% ../nbs/07_searchers.ipynb #e2aa2ec8
 def _encode(tokenizer, messages:list) -> list:
     "Token ids of each prompt (`Prompt.messages`): the chat template for chats (one ending in an assistant message is continued), plain encoding for text"
     def chat(m):
@@ -366,6 +370,7 @@ class _Generator:
         it = iter(zip(flatc, [lp for g in groups for _, lp in g], refs, texts, flatp))
         return self.version, [[Completion(*next(it)) for _ in g] for g in groups], load_s
 
+# %% ../nbs/07_searchers.ipynb #82667154
 class HFSearcher(SearcherBase):
     "A transformers `generate` searcher running in this process (in a worker thread)"
     def __init__(self,
@@ -392,7 +397,7 @@ class HFSearcher(SearcherBase):
     async def aclose(self): pass
     def __repr__(self): return f"HFSearcher({self.name!r}, version={self.version}, {self._gen.gen})"
 
-# %% ../nbs/07_searchers.ipynb #99c84c5b
+# %% ../nbs/07_searchers.ipynb #37e239a1
 def _worker_main(conn, spec:dict):
     "Entry point of a searcher process: load the model, then serve requests until 'close' or the parent goes away"
     try:
@@ -423,6 +428,7 @@ def _worker_main(conn, spec:dict):
         except Exception as e:
             conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc()))
 
+# %% ../nbs/07_searchers.ipynb #8e6af5e0
 class SearcherError(RuntimeError): "A searcher process failed, timed out or died"
 
 class ProcessSearcher(SearcherBase):
