@@ -13,6 +13,8 @@ import multiprocessing as mp
 from pathlib import Path
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
+from fastcore.basics import patch
+
 import torch
 from torch import nn
 
@@ -465,54 +467,59 @@ class ProcessSearcher(SearcherBase):
         if msg[0] != 'ready': await self.aclose(); raise SearcherError(f"searcher {self.name!r} failed to start: {msg[1]}\n{msg[2]}")
         return self
 
-    async def _recv(self, timeout:float, what:str):
-        "The next message from the worker, waiting without a thread; errors if it dies or exceeds `timeout`"
-        loop, fd = asyncio.get_running_loop(), self.conn.fileno()
-        fut = loop.create_future()
-        loop.add_reader(fd, lambda: fut.done() or fut.set_result(None))
-        try:
-            deadline = time.monotonic() + timeout
-            while not self.conn.poll():
-                if not self.proc.is_alive():
-                    raise SearcherError(f"searcher {self.name!r} process died (exit code {self.proc.exitcode}) during {what}")
-                left = deadline - time.monotonic()
-                if left <= 0: raise SearcherError(f"searcher {self.name!r} did not answer {what} within {timeout:.0f} s")
-                await asyncio.wait([fut], timeout=min(left, 1.0))  # not wait_for: on 3.11 it can swallow a cancellation
-        finally: loop.remove_reader(fd)
-        try: return self.conn.recv()
-        except (EOFError, OSError) as e: raise SearcherError(f"searcher {self.name!r} process went away during {what}") from e
-
-    async def _generate(self, prompts, k):
-        if self.proc is None: await self.start()
-        async with self._lock:
-            try:
-                self.conn.send(('search', prompts, k, self._pending.take()))
-                msg = await self._recv(self.timeout, 'search')
-            finally: self._pending.done()
-        if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
-        version, groups, load_s = msg[1]
-        self.version = version
-        return version, [[c._replace(ids=torch.from_numpy(c.ids), logprobs=torch.from_numpy(c.logprobs)) for c in g] for g in groups], load_s
-
-    async def load_weights(self, handle:WeightHandle, reset_ref:bool=False): self._pending.add(handle, reset_ref)
-
-    async def aclose(self, timeout:float=10.):
-        "Stop the worker: ask, then terminate, then kill; never leaves the process behind"
-        if self.proc is None: return
-        proc, conn, self.proc = self.proc, self.conn, None
-        try:
-            if proc.is_alive() and not self._lock.locked():
-                conn.send(('close',))
-                await asyncio.to_thread(proc.join, timeout)
-        except (OSError, BrokenPipeError): pass
-        finally:
-            if proc.is_alive(): proc.terminate(); await asyncio.to_thread(proc.join, 5)
-            if proc.is_alive(): proc.kill(); await asyncio.to_thread(proc.join, 5)
-            conn.close()
-
     def __repr__(self):
         state = 'stopped' if self.proc is None else f"pid {self.proc.pid}"
         return f"ProcessSearcher({self.name!r}, {self.spec['model'] if self.spec['tiny'] is None else 'tiny'}, {state}, version={self.version})"
+
+# %% ../nbs/07_searchers.ipynb #edf40f35
+@patch
+async def _recv(self:ProcessSearcher, timeout:float, what:str):
+    "The next message from the worker, waiting without a thread; errors if it dies or exceeds `timeout`"
+    loop, fd = asyncio.get_running_loop(), self.conn.fileno()
+    fut = loop.create_future()
+    loop.add_reader(fd, lambda: fut.done() or fut.set_result(None))
+    try:
+        deadline = time.monotonic() + timeout
+        while not self.conn.poll():
+            if not self.proc.is_alive():
+                raise SearcherError(f"searcher {self.name!r} process died (exit code {self.proc.exitcode}) during {what}")
+            left = deadline - time.monotonic()
+            if left <= 0: raise SearcherError(f"searcher {self.name!r} did not answer {what} within {timeout:.0f} s")
+            await asyncio.wait([fut], timeout=min(left, 1.0))  # not wait_for: on 3.11 it can swallow a cancellation
+    finally: loop.remove_reader(fd)
+    try: return self.conn.recv()
+    except (EOFError, OSError) as e: raise SearcherError(f"searcher {self.name!r} process went away during {what}") from e
+
+@patch
+async def _generate(self:ProcessSearcher, prompts, k):
+    if self.proc is None: await self.start()
+    async with self._lock:
+        try:
+            self.conn.send(('search', prompts, k, self._pending.take()))
+            msg = await self._recv(self.timeout, 'search')
+        finally: self._pending.done()
+    if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
+    version, groups, load_s = msg[1]
+    self.version = version
+    return version, [[c._replace(ids=torch.from_numpy(c.ids), logprobs=torch.from_numpy(c.logprobs)) for c in g] for g in groups], load_s
+
+@patch
+async def load_weights(self:ProcessSearcher, handle:WeightHandle, reset_ref:bool=False): self._pending.add(handle, reset_ref)
+
+@patch
+async def aclose(self:ProcessSearcher, timeout:float=10.):
+    "Stop the worker: ask, then terminate, then kill; never leaves the process behind"
+    if self.proc is None: return
+    proc, conn, self.proc = self.proc, self.conn, None
+    try:
+        if proc.is_alive() and not self._lock.locked():
+            conn.send(('close',))
+            await asyncio.to_thread(proc.join, timeout)
+    except (OSError, BrokenPipeError): pass
+    finally:
+        if proc.is_alive(): proc.terminate(); await asyncio.to_thread(proc.join, 5)
+        if proc.is_alive(): proc.kill(); await asyncio.to_thread(proc.join, 5)
+        conn.close()
 
 # %% ../nbs/07_searchers.ipynb #09f5e5e4
 def evaluate(

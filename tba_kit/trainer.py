@@ -10,6 +10,7 @@ import copy, contextlib, time
 from dataclasses import dataclass
 
 import torch
+from fastcore.basics import patch
 from torch import nn
 
 from .core import Batch, _device, completion_logprobs, sequence_logprobs, shared_prompt_logprobs
@@ -114,70 +115,79 @@ class Trainer:
     def _autocast(self):
         return torch.autocast(self.device.type, dtype=torch.bfloat16) if self.precision == 'bf16-mixed' else contextlib.nullcontext()
 
-    def _fill_ref(self, mb:Batch):
-        missing = torch.isnan(mb.ref_logprobs)
-        if not missing.any() or not self.objective.needs.reference: return
-        if self.ref is None: raise ValueError("the batch has no reference log-probs and the trainer has no reference model: "
-                                              "build searchers with ref='copy' or the Trainer with ref_model='copy'")
-        with torch.no_grad(), self._autocast():
-            lp, _ = self._logprobs(self.ref, mb)
-        mb.ref_logprobs = torch.where(missing, sequence_logprobs(lp, mb.completion_mask), mb.ref_logprobs)
-
-    def _forward(self, mb:Batch):
-        need_repr = self.objective.needs.prompt_repr
-        with self._autocast():
-            return self._logprobs(self.model, mb, need_repr)  # [b, L] float32, [b, H] or None
-
-    def _logprobs(self, model, mb:Batch, need_repr:bool=False) -> tuple:
-        "Per-token log-probs of the completions (each group's prompt computed once when the model allows, else every row whole) and, if asked, the hidden state at each row's last prompt token"
-        kw = dict(output_hidden_states=True) if need_repr else {}
-        if self.share_prompts and (res := shared_prompt_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, mb.group, **kw)):
-            lp, out = res
-            return lp, out.hidden_states[-1][:, -1][mb.group].float() if need_repr else None  # prompts were left-padded: [G, P, H]
-        lp, out = completion_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, **kw)
-        if not need_repr: return lp, None
-        last = mb.completion_mask.float().argmax(-1) - 1  # [b]
-        return lp, out.hidden_states[-1][torch.arange(len(mb)), last].float()  # [b, H]
-
-    def step(self, batch:Batch) -> dict:
-        "One optimisation step on `batch`; returns metrics"
-        t0 = time.perf_counter()
-        if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
-        B, sums = len(batch), {}
-        for mb in split_groups(batch, self.micro_batch_rows):
-            mb = mb.to(self.device)  # batches are collated on the CPU; the policy may live on a GPU
-            self._fill_ref(mb)
-            lp, prompt_repr = self._forward(mb)
-            out = self.objective(lp, mb, prompt_repr)
-            (out.loss * (len(mb) / B)).backward()
-            for k, v in {**out.terms, **out.metrics}.items(): sums[k] = sums.get(k, 0.) + v.detach().float() * len(mb)
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm or float('inf'))  # inf: measure only
-        self.optimizer.step(); self.optimizer.zero_grad(set_to_none=True)
-        lr = self.optimizer.param_groups[0]['lr']
-        self.scheduler.step()
-        self.step_count += 1
-        metrics = {k: float(v) / B for k, v in sums.items()}
-        metrics.update({'train/grad_norm': float(grad_norm), 'train/lr': lr, 'train/step': self.step_count,
-                        'train/rows': B, 'train/tokens': int(batch.attention_mask.sum()),
-                        'train/staleness': float((self.version - 1 - batch.versions).float().mean())})
-        if (kl := self.objective.needs.kl_name): metrics[f'train/{kl}'] = float(getattr(self.objective, kl))
-        if self.ref_reset_every and self.step_count % self.ref_reset_every == 0:
-            if self.ref is not None: self.ref.load_state_dict(self.model.state_dict())
-            metrics['ref/reset'] = 1
-        metrics['train/step_seconds'] = time.perf_counter() - t0
-        return metrics
-
-    def state_dict(self) -> dict:
-        "Optimizer, scheduler, objective (log Z) and step; the policy weights are saved separately"
-        return {'optimizer': self.optimizer.state_dict(), 'scheduler': self.scheduler.state_dict(),
-                'objective': self.objective.state_dict(), 'step': self.step_count,
-                'ref': self.ref.state_dict() if self.ref is not None and self.ref_reset_every else None}
-
-    def load_state_dict(self, state:dict):
-        self.optimizer.load_state_dict(state['optimizer']); self.scheduler.load_state_dict(state['scheduler'])
-        self.objective.load_state_dict(state['objective']); self.step_count = state['step']
-        if state.get('ref') is not None and self.ref is not None: self.ref.load_state_dict(state['ref'])
-        if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
-
     def __repr__(self):
         return f"Trainer({type(self.objective).__name__}, step={self.step_count}, lr={self.optimizer.param_groups[0]['lr']:.3g}, precision={self.precision!r})"
+
+# %% ../nbs/08_trainer.ipynb #3da1a4ce
+@patch
+def _fill_ref(self:Trainer, mb:Batch):
+    missing = torch.isnan(mb.ref_logprobs)
+    if not missing.any() or not self.objective.needs.reference: return
+    if self.ref is None: raise ValueError("the batch has no reference log-probs and the trainer has no reference model: "
+                                          "build searchers with ref='copy' or the Trainer with ref_model='copy'")
+    with torch.no_grad(), self._autocast():
+        lp, _ = self._logprobs(self.ref, mb)
+    mb.ref_logprobs = torch.where(missing, sequence_logprobs(lp, mb.completion_mask), mb.ref_logprobs)
+
+@patch
+def _forward(self:Trainer, mb:Batch):
+    need_repr = self.objective.needs.prompt_repr
+    with self._autocast():
+        return self._logprobs(self.model, mb, need_repr)  # [b, L] float32, [b, H] or None
+
+@patch
+def _logprobs(self:Trainer, model, mb:Batch, need_repr:bool=False) -> tuple:
+    "Per-token log-probs of the completions (each group's prompt computed once when the model allows, else every row whole) and, if asked, the hidden state at each row's last prompt token"
+    kw = dict(output_hidden_states=True) if need_repr else {}
+    if self.share_prompts and (res := shared_prompt_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, mb.group, **kw)):
+        lp, out = res
+        return lp, out.hidden_states[-1][:, -1][mb.group].float() if need_repr else None  # prompts were left-padded: [G, P, H]
+    lp, out = completion_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, **kw)
+    if not need_repr: return lp, None
+    last = mb.completion_mask.float().argmax(-1) - 1  # [b]
+    return lp, out.hidden_states[-1][torch.arange(len(mb)), last].float()  # [b, H]
+
+# %% ../nbs/08_trainer.ipynb #181e4d01
+@patch
+def step(self:Trainer, batch:Batch) -> dict:
+    "One optimisation step on `batch`; returns metrics"
+    t0 = time.perf_counter()
+    if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
+    B, sums = len(batch), {}
+    for mb in split_groups(batch, self.micro_batch_rows):
+        mb = mb.to(self.device)  # batches are collated on the CPU; the policy may live on a GPU
+        self._fill_ref(mb)
+        lp, prompt_repr = self._forward(mb)
+        out = self.objective(lp, mb, prompt_repr)
+        (out.loss * (len(mb) / B)).backward()
+        for k, v in {**out.terms, **out.metrics}.items(): sums[k] = sums.get(k, 0.) + v.detach().float() * len(mb)
+    grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm or float('inf'))  # inf: measure only
+    self.optimizer.step(); self.optimizer.zero_grad(set_to_none=True)
+    lr = self.optimizer.param_groups[0]['lr']
+    self.scheduler.step()
+    self.step_count += 1
+    metrics = {k: float(v) / B for k, v in sums.items()}
+    metrics.update({'train/grad_norm': float(grad_norm), 'train/lr': lr, 'train/step': self.step_count,
+                    'train/rows': B, 'train/tokens': int(batch.attention_mask.sum()),
+                    'train/staleness': float((self.version - 1 - batch.versions).float().mean())})
+    if (kl := self.objective.needs.kl_name): metrics[f'train/{kl}'] = float(getattr(self.objective, kl))
+    if self.ref_reset_every and self.step_count % self.ref_reset_every == 0:
+        if self.ref is not None: self.ref.load_state_dict(self.model.state_dict())
+        metrics['ref/reset'] = 1
+    metrics['train/step_seconds'] = time.perf_counter() - t0
+    return metrics
+
+# %% ../nbs/08_trainer.ipynb #6ecf98a9
+@patch
+def state_dict(self:Trainer) -> dict:
+    "Optimizer, scheduler, objective (log Z) and step; the policy weights are saved separately"
+    return {'optimizer': self.optimizer.state_dict(), 'scheduler': self.scheduler.state_dict(),
+            'objective': self.objective.state_dict(), 'step': self.step_count,
+            'ref': self.ref.state_dict() if self.ref is not None and self.ref_reset_every else None}
+
+@patch
+def load_state_dict(self:Trainer, state:dict):
+    self.optimizer.load_state_dict(state['optimizer']); self.scheduler.load_state_dict(state['scheduler'])
+    self.objective.load_state_dict(state['objective']); self.step_count = state['step']
+    if state.get('ref') is not None and self.ref is not None: self.ref.load_state_dict(state['ref'])
+    if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))

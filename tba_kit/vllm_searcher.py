@@ -10,6 +10,8 @@ import asyncio, contextlib, json, os, shutil, tempfile, time, uuid
 from pathlib import Path
 from types import SimpleNamespace
 
+from fastcore.basics import patch
+
 import torch
 
 from .models import resolve_model
@@ -181,128 +183,140 @@ class VLLMSearcher(SearcherBase):
         self._kick()
         return self
 
-    async def _within(self, aw, what:str, timeout:float|None=None):
-        "Await `aw` for at most `timeout` (default: the searcher's) seconds; cancelled with the caller"
-        task = asyncio.ensure_future(aw)
-        try: done, _ = await asyncio.wait([task], timeout=timeout or self.timeout)  # not wait_for: it can swallow a cancellation
-        except BaseException: task.cancel(); raise
-        if not done:
-            task.cancel()
-            raise SearcherError(f"searcher {self.name!r} did not finish {what} within {timeout or self.timeout:.0f} s")
-        return task.result()
-
-    # generation ------------------------------------------------------------------------------------------------------
-    async def _requests(self, engine, reqs:list, what:str) -> list:
-        "Run [(prompt_ids, SamplingParams)] concurrently to their final outputs; abort them all on error or timeout"
-        v, ids = import_vllm(), [f"{self.name}-{uuid.uuid4().hex}" for _ in reqs]
-        async def one(p, sp, rid):
-            out = None
-            async for out in engine.generate(v.TokensPrompt(prompt_token_ids=p), sp, rid): pass
-            return out
-        tasks = [asyncio.ensure_future(one(p, sp, rid)) for (p, sp), rid in zip(reqs, ids)]
-        try: return await self._within(asyncio.gather(*tasks), what)
-        except BaseException as e:
-            for t in tasks: t.cancel()
-            with contextlib.suppress(Exception): await engine.abort(ids)
-            if isinstance(e, Exception) and not isinstance(e, SearcherError):
-                raise SearcherError(f"searcher {self.name!r} failed during {what}: {type(e).__name__}: {e}") from e
-            raise
-
-    def _sampling(self, k:int):
-        v, g = import_vllm(), self.gen
-        return v.SamplingParams(n=k, max_tokens=g['max_new_tokens'], temperature=g['temperature'], top_p=g['top_p'],
-                                top_k=g['top_k'], logprobs=0, output_kind=v.RequestOutputKind.FINAL_ONLY,
-                                stop_token_ids=self.eos, detokenize=False)
-
-    async def _ref_sums(self, prompts:list, completions:list) -> list:
-        "Reference log-prob of each completion: one prompt-logprob pass of prompt + completion"
-        v = import_vllm()
-        sp = v.SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False, output_kind=v.RequestOutputKind.FINAL_ONLY)
-        outs = await self._requests(self.ref_engine, [(p + c, sp) for p, c in zip(prompts, completions)], 'reference log-probs')
-        sums = []
-        for p, c, o in zip(prompts, completions, outs):
-            lps = o.prompt_logprobs[len(p):len(p) + len(c)]
-            sums.append(float(sum(d[t].logprob for t, d in zip(c, lps))))
-        return sums
-
-    async def _generate(self, prompts, k):
-        if self.engine is None: await self.start()
-        await self.wait_synced()  # new requests start on the newest weights; requests already in flight are never held
-        pids = _encode(self.tok, prompts)
-        spare = 1 if self.ref_engine is not None else 0  # the reference pass appends one generated position
-        longest, limit = max(map(len, pids)), self.engine_cfg['max_model_len']
-        if longest + self.gen['max_new_tokens'] + spare > limit:
-            raise ValueError(f"searcher {self.name!r}: a prompt of {longest} tokens plus max_new_tokens={self.gen['max_new_tokens']} "
-                             f"exceeds max_model_len={limit}: raise max_model_len")
-        version = self.version  # the weights every request starts with
-        outs = await self._requests(self.engine, [(p, self._sampling(k)) for p in pids], 'search')
-        flatp = [p for p, o in zip(pids, outs) for _ in o.outputs]
-        flatc = [list(c.token_ids) for o in outs for c in o.outputs]
-        flatlp = [[d[t].logprob for t, d in zip(c.token_ids, c.logprobs)] for o in outs for c in o.outputs]
-        refs = await self._ref_sums(flatp, flatc) if self.ref_engine is not None else [None] * len(flatc)
-        texts = self.tok.batch_decode(flatc, skip_special_tokens=True)
-        it = iter(zip(flatc, flatlp, refs, texts, flatp))
-        groups = [[Completion(torch.tensor(c, dtype=torch.long), torch.tensor(lp, dtype=torch.float32), r, t, p) for c, lp, r, t, p in
-                   (next(it) for _ in o.outputs)] for o in outs]
-        load_s, self._load_s = self._load_s, None
-        return version, groups, load_s
-
-    # weights -----------------------------------------------------------------------------------------------------------
-    async def load_weights(self, handle:WeightHandle, reset_ref:bool=False):
-        "Queue a new snapshot; a background task installs the newest one while requests stay in flight"
-        self._raise_sync_error()
-        self._pending.add(handle, reset_ref)
-        self._kick()
-
-    def _kick(self):
-        if self.engine is not None and (self._sync_task is None or self._sync_task.done()) and (self._pending.load or self._pending.reset):
-            self._sync_task = asyncio.ensure_future(self._sync())
-
-    def _raise_sync_error(self):
-        if self._sync_error is not None:
-            raise SearcherError(f"searcher {self.name!r}: a weight sync failed: {self._sync_error}") from self._sync_error
-
-    async def _sync(self):
-        try:
-            while loads := self._pending.take():
-                t = time.perf_counter()
-                for handle, reset in loads:
-                    if reset and self.ref_engine is not None: await self._reload(self.ref_engine, handle)
-                handle = loads[-1][0]
-                await self._reload(self.engine, handle)
-                self.version, self._load_s = handle.version, time.perf_counter() - t
-        except Exception as e: self._sync_error = e
-        finally: self._pending.done()
-
-    async def _reload(self, engine, handle:WeightHandle):
-        "Pause (requests kept), reload on every worker, drop the prefix cache, resume: all within the timeout"
-        async def go():
-            await engine.pause_generation(mode='keep', clear_cache=False)
-            try:
-                await self.transport.load(engine, handle, self.timeout)
-                await engine.reset_prefix_cache()
-            finally: await engine.resume_generation()
-        await self._within(go(), f"weight sync to version {handle.version}")
-
-    async def wait_synced(self):
-        "Wait until queued weights are installed (raises if the sync failed)"
-        if self._sync_task is not None: await self._within(asyncio.shield(self._sync_task), 'weight sync')
-        self._raise_sync_error()
-
-    # shutdown ----------------------------------------------------------------------------------------------------------
-    async def aclose(self):
-        "Stop the sync task and shut the engines down; returns once their processes have exited"
-        if self._sync_task is not None and not self._sync_task.done():
-            self._sync_task.cancel()
-            await asyncio.gather(self._sync_task, return_exceptions=True)
-        engines, self.engine, self.ref_engine = [e for e in (self.engine, self.ref_engine) if e is not None], None, None
-        for e in engines:  # wait for a graceful exit: past vLLM's default 5 s it SIGKILLs and returns before the process is gone
-            await asyncio.to_thread(e.shutdown, timeout=min(self.timeout, 60.))
-        if self.transport is not None: self.transport.close(); self.transport = None
-
     def __repr__(self):
         state = 'stopped' if self.engine is None else 'running'
         return f"VLLMSearcher({self.name!r}, {self.model!r}, {state}, version={self.version}, ref={self.ref})"
+
+# %% ../nbs/07b_vllm.ipynb #b86beb73
+@patch
+async def _within(self:VLLMSearcher, aw, what:str, timeout:float|None=None):
+    "Await `aw` for at most `timeout` (default: the searcher's) seconds; cancelled with the caller"
+    task = asyncio.ensure_future(aw)
+    try: done, _ = await asyncio.wait([task], timeout=timeout or self.timeout)  # not wait_for: it can swallow a cancellation
+    except BaseException: task.cancel(); raise
+    if not done:
+        task.cancel()
+        raise SearcherError(f"searcher {self.name!r} did not finish {what} within {timeout or self.timeout:.0f} s")
+    return task.result()
+
+@patch
+async def _requests(self:VLLMSearcher, engine, reqs:list, what:str) -> list:
+    "Run [(prompt_ids, SamplingParams)] concurrently to their final outputs; abort them all on error or timeout"
+    v, ids = import_vllm(), [f"{self.name}-{uuid.uuid4().hex}" for _ in reqs]
+    async def one(p, sp, rid):
+        out = None
+        async for out in engine.generate(v.TokensPrompt(prompt_token_ids=p), sp, rid): pass
+        return out
+    tasks = [asyncio.ensure_future(one(p, sp, rid)) for (p, sp), rid in zip(reqs, ids)]
+    try: return await self._within(asyncio.gather(*tasks), what)
+    except BaseException as e:
+        for t in tasks: t.cancel()
+        with contextlib.suppress(Exception): await engine.abort(ids)
+        if isinstance(e, Exception) and not isinstance(e, SearcherError):
+            raise SearcherError(f"searcher {self.name!r} failed during {what}: {type(e).__name__}: {e}") from e
+        raise
+
+@patch
+def _sampling(self:VLLMSearcher, k:int):
+    v, g = import_vllm(), self.gen
+    return v.SamplingParams(n=k, max_tokens=g['max_new_tokens'], temperature=g['temperature'], top_p=g['top_p'],
+                            top_k=g['top_k'], logprobs=0, output_kind=v.RequestOutputKind.FINAL_ONLY,
+                            stop_token_ids=self.eos, detokenize=False)
+
+@patch
+async def _ref_sums(self:VLLMSearcher, prompts:list, completions:list) -> list:
+    "Reference log-prob of each completion: one prompt-logprob pass of prompt + completion"
+    v = import_vllm()
+    sp = v.SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False, output_kind=v.RequestOutputKind.FINAL_ONLY)
+    outs = await self._requests(self.ref_engine, [(p + c, sp) for p, c in zip(prompts, completions)], 'reference log-probs')
+    sums = []
+    for p, c, o in zip(prompts, completions, outs):
+        lps = o.prompt_logprobs[len(p):len(p) + len(c)]
+        sums.append(float(sum(d[t].logprob for t, d in zip(c, lps))))
+    return sums
+
+@patch
+async def _generate(self:VLLMSearcher, prompts, k):
+    if self.engine is None: await self.start()
+    await self.wait_synced()  # new requests start on the newest weights; requests already in flight are never held
+    pids = _encode(self.tok, prompts)
+    spare = 1 if self.ref_engine is not None else 0  # the reference pass appends one generated position
+    longest, limit = max(map(len, pids)), self.engine_cfg['max_model_len']
+    if longest + self.gen['max_new_tokens'] + spare > limit:
+        raise ValueError(f"searcher {self.name!r}: a prompt of {longest} tokens plus max_new_tokens={self.gen['max_new_tokens']} "
+                         f"exceeds max_model_len={limit}: raise max_model_len")
+    version = self.version  # the weights every request starts with
+    outs = await self._requests(self.engine, [(p, self._sampling(k)) for p in pids], 'search')
+    flatp = [p for p, o in zip(pids, outs) for _ in o.outputs]
+    flatc = [list(c.token_ids) for o in outs for c in o.outputs]
+    flatlp = [[d[t].logprob for t, d in zip(c.token_ids, c.logprobs)] for o in outs for c in o.outputs]
+    refs = await self._ref_sums(flatp, flatc) if self.ref_engine is not None else [None] * len(flatc)
+    texts = self.tok.batch_decode(flatc, skip_special_tokens=True)
+    it = iter(zip(flatc, flatlp, refs, texts, flatp))
+    groups = [[Completion(torch.tensor(c, dtype=torch.long), torch.tensor(lp, dtype=torch.float32), r, t, p) for c, lp, r, t, p in
+               (next(it) for _ in o.outputs)] for o in outs]
+    load_s, self._load_s = self._load_s, None
+    return version, groups, load_s
+
+# %% ../nbs/07b_vllm.ipynb #fcf58b4f
+@patch
+async def load_weights(self:VLLMSearcher, handle:WeightHandle, reset_ref:bool=False):
+    "Queue a new snapshot; a background task installs the newest one while requests stay in flight"
+    self._raise_sync_error()
+    self._pending.add(handle, reset_ref)
+    self._kick()
+
+@patch
+def _kick(self:VLLMSearcher):
+    if self.engine is not None and (self._sync_task is None or self._sync_task.done()) and (self._pending.load or self._pending.reset):
+        self._sync_task = asyncio.ensure_future(self._sync())
+
+@patch
+def _raise_sync_error(self:VLLMSearcher):
+    if self._sync_error is not None:
+        raise SearcherError(f"searcher {self.name!r}: a weight sync failed: {self._sync_error}") from self._sync_error
+
+@patch
+async def _sync(self:VLLMSearcher):
+    try:
+        while loads := self._pending.take():
+            t = time.perf_counter()
+            for handle, reset in loads:
+                if reset and self.ref_engine is not None: await self._reload(self.ref_engine, handle)
+            handle = loads[-1][0]
+            await self._reload(self.engine, handle)
+            self.version, self._load_s = handle.version, time.perf_counter() - t
+    except Exception as e: self._sync_error = e
+    finally: self._pending.done()
+
+@patch
+async def _reload(self:VLLMSearcher, engine, handle:WeightHandle):
+    "Pause (requests kept), reload on every worker, drop the prefix cache, resume: all within the timeout"
+    async def go():
+        await engine.pause_generation(mode='keep', clear_cache=False)
+        try:
+            await self.transport.load(engine, handle, self.timeout)
+            await engine.reset_prefix_cache()
+        finally: await engine.resume_generation()
+    await self._within(go(), f"weight sync to version {handle.version}")
+
+@patch
+async def wait_synced(self:VLLMSearcher):
+    "Wait until queued weights are installed (raises if the sync failed)"
+    if self._sync_task is not None: await self._within(asyncio.shield(self._sync_task), 'weight sync')
+    self._raise_sync_error()
+
+# %% ../nbs/07b_vllm.ipynb #b051b652
+@patch
+async def aclose(self:VLLMSearcher):
+    "Stop the sync task and shut the engines down; returns once their processes have exited"
+    if self._sync_task is not None and not self._sync_task.done():
+        self._sync_task.cancel()
+        await asyncio.gather(self._sync_task, return_exceptions=True)
+    engines, self.engine, self.ref_engine = [e for e in (self.engine, self.ref_engine) if e is not None], None, None
+    for e in engines:  # wait for a graceful exit: past vLLM's default 5 s it SIGKILLs and returns before the process is gone
+        await asyncio.to_thread(e.shutdown, timeout=min(self.timeout, 60.))
+    if self.transport is not None: self.transport.close(); self.transport = None
 
 # %% ../nbs/07b_vllm.ipynb #e2724ee9
 def vllm_searcher(cfg, task, policy, tokenizer, i:int) -> VLLMSearcher:
