@@ -10,6 +10,8 @@ import dataclasses, difflib, types, typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from fastcore.basics import patch
+
 # %% auto #0
 __all__ = ['LOGGERS', 'Config', 'given']
 
@@ -95,110 +97,121 @@ class Config:
     search_timeout:float = 600.  # seconds one search may take
     seed:int = 0
 
-    def __post_init__(self):
-        for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
-        def need(ok, field_, msg):
-            if not ok: raise ValueError(f"config field {field_!r}: {msg}")
-        need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
-        from tba_kit.searchers import ENGINES
-        if self.placement == 'auto': self.placement = 'inline' if self.engine == 'vllm' else 'process'
-        need(self.placement in ('process', 'inline'), 'placement', f"must be 'process', 'inline' or 'auto', got {self.placement!r}")
-        try: ENGINES.get(self.engine)
-        except ValueError as e: raise ValueError(f"config field 'engine': {e}") from None
-        if self.engine == 'vllm':
-            need(self.placement == 'inline', 'placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto')")
-            need(self.model != 'tiny', 'model', "vLLM serves a model folder: save the tiny model with save_pretrained and pass the folder")
-            need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
-            need(len(self._core_lists()) in (1, self.searchers), 'vllm_cpu_threads',
-                 f"give one core list for all searchers or one per searcher separated by '|' ({self.searchers} searchers, got {self.vllm_cpu_threads!r})")
-        need(self.ref_on in ('searcher', 'trainer'), 'ref_on', f"must be 'searcher' or 'trainer', got {self.ref_on!r}")
-        need(self.device.split(':')[0] in ('cpu', 'cuda', 'xpu', 'mps'), 'device', f"must be 'cpu', 'cuda', 'cuda:N', 'xpu' or 'mps', got {self.device!r}")
-        need(self.precision in ('auto', 'bf16-mixed', 'fp32', 'bf16'), 'precision', f"must be 'auto', 'bf16-mixed', 'fp32' or 'bf16', got {self.precision!r}")
-        need(self.searcher_dtype in ('auto', 'bfloat16', 'float32'), 'searcher_dtype', f"must be 'auto', 'bfloat16' or 'float32', got {self.searcher_dtype!r}")
-        need(0 <= self.p_recent <= 1, 'p_recent', f"m is a probability and must be in [0, 1], got {self.p_recent}")
-        need(self.k >= 1, 'k', f"must be >= 1, got {self.k}")
-        need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}")
-        need(self.gamma > 0, 'gamma', f"must be > 0, got {self.gamma}")
-        from tba_kit.objectives import OBJECTIVES  # the registries: names of built-in components, or 'module:Name'
-        from tba_kit.samplers import SAMPLERS
-        if not given(self.objective): self.check_needs(_built('objective', OBJECTIVES, self).needs)
-        if not given(self.sampler): _built('sampler', SAMPLERS, self)
-        need(self.beta_final is None or (self.beta_final > 0 and self.beta_steps >= 1), 'beta_final',
-             "a decaying beta needs beta_final > 0 and beta_steps >= 1")
-        for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'search_prompts', 'sync_every',
-                     'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
-            need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
-        for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples'):
-            need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
-        need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
-        need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
-        need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
-        need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
-        need(self.buffer_capacity >= self.k, 'buffer_capacity', f"must hold at least k = {self.k} completions per prompt, got {self.buffer_capacity}")
-        need(self.max_staleness is None or self.max_staleness >= 0, 'max_staleness', "must be >= 0 or null")
-        bad = [x for x in self.log_with if x not in LOGGERS]
-        need(not bad, 'log_with', f"unknown logger(s) {bad}: choose from {LOGGERS}")
-
-    @classmethod
-    def from_dict(cls, d:dict) -> Config:
-        "A config from a dict; unknown keys are rejected with the closest valid name"
-        names = [f.name for f in fields(cls)]
-        if 'searcher' in d: d = _split_searcher(d)  # configs (and runs to resume) from before engine / placement
-        for key in d:
-            if key not in names:
-                close = difflib.get_close_matches(key, names, n=1)
-                raise ValueError(f"unknown config key {key!r}" + (f": did you mean {close[0]!r}?" if close else f"; valid keys: {names}"))
-        return cls(**{k: _coerce(v, _hints()[k]) for k, v in d.items()})
-
-    @classmethod
-    def load(cls, path:str|Path|None=None, overrides:list|dict|None=None) -> Config:
-        "A config from a YAML file (optional) plus overrides: a dict or ['key=value', '--key=value', ...] (values parsed as YAML)"
-        yaml = __import__('yaml')
-        d = {}
-        if path is not None:
-            p = Path(path)
-            if not p.exists(): raise FileNotFoundError(f"config file {str(p)!r} does not exist")
-            d = yaml.safe_load(p.read_text()) or {}
-            if not isinstance(d, dict): raise ValueError(f"config file {str(p)!r} must hold a mapping of keys to values")
-        if isinstance(overrides, dict): d.update(overrides)
-        else:
-            for o in overrides or []:
-                key, eq, val = o.lstrip('-').partition('=')
-                if not eq: raise ValueError(f"override {o!r} must look like key=value (e.g. --steps=10)")
-                d[key.replace('-', '_')] = yaml.safe_load(val)
-        return cls.from_dict(d)
-
-    def check_needs(self, needs, who:str|None=None):
-        "Refuse settings that an objective with these `Needs` cannot train with"
-        who = who or repr(self.objective)
-        if self.k < needs.min_group:
-            raise ValueError(f"config field 'k': {who} compares the completions of a prompt with each other and needs k >= {needs.min_group} "
-                             f"(got {self.k}); use objective 'tb' for k = 1")
-        if self.gamma != 1 and not needs.tempered:
-            raise ValueError(f"config field 'gamma': tempers the reference of the TB objectives; {who} has none to temper")
-
-    def _core_lists(self) -> list: return (self.vllm_cpu_threads or '').split('|')
-
-    def vllm_cores(self, i:int) -> str|None:
-        "The CPU cores of vLLM searcher `i` (None: vLLM's default binding)"
-        parts = self._core_lists()
-        return (parts[i] if len(parts) > 1 else parts[0]) or None
-
-    def resolve_precision(self) -> tuple:
-        "(this config with `auto` precision and searcher dtype replaced by what is fast on this machine, a sentence saying why)"
-        from tba_kit.models import fast_dtype
-        kw, why = {}, {}  # reason -> what it decided
-        if self.precision == 'auto':
-            dt, reason = ('float32', _CPU_TRAINER) if self.device == 'cpu' else fast_dtype(self.device)
-            kw['precision'] = 'bf16-mixed' if dt == 'bfloat16' else 'fp32'; why.setdefault(reason, []).append(f"trainer {kw['precision']}")
-        if self.searcher_dtype == 'auto':  # process searchers generate on the CPU; in-process ones where the policy is
-            dev = self.device if self.placement == 'inline' and self.engine == 'hf' else 'cuda' if self.engine == 'vllm' and 'cuda' in self.device else 'cpu'
-            kw['searcher_dtype'], reason = fast_dtype(dev); why.setdefault(reason, []).append(f"searchers {kw['searcher_dtype']}")
-        return (self.replace(**kw) if kw else self), '; '.join(f"{', '.join(what)}: {reason}" for reason, what in why.items())
+    def __post_init__(self): self.validate()
 
     def to_dict(self) -> dict: return dataclasses.asdict(self)
 
     def replace(self, **kw) -> Config: return self.from_dict(self.to_dict() | kw)
+
+# %% ../nbs/09_config.ipynb #12d29f92
+@patch
+def validate(self:Config):
+    "Raise a ValueError naming the field of the first setting that cannot work, with the fix"
+    for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
+    def need(ok, field_, msg):
+        if not ok: raise ValueError(f"config field {field_!r}: {msg}")
+    need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
+    from tba_kit.searchers import ENGINES
+    if self.placement == 'auto': self.placement = 'inline' if self.engine == 'vllm' else 'process'
+    need(self.placement in ('process', 'inline'), 'placement', f"must be 'process', 'inline' or 'auto', got {self.placement!r}")
+    try: ENGINES.get(self.engine)
+    except ValueError as e: raise ValueError(f"config field 'engine': {e}") from None
+    if self.engine == 'vllm':
+        need(self.placement == 'inline', 'placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto')")
+        need(self.model != 'tiny', 'model', "vLLM serves a model folder: save the tiny model with save_pretrained and pass the folder")
+        need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
+        need(len(self._core_lists()) in (1, self.searchers), 'vllm_cpu_threads',
+             f"give one core list for all searchers or one per searcher separated by '|' ({self.searchers} searchers, got {self.vllm_cpu_threads!r})")
+    need(self.ref_on in ('searcher', 'trainer'), 'ref_on', f"must be 'searcher' or 'trainer', got {self.ref_on!r}")
+    need(self.device.split(':')[0] in ('cpu', 'cuda', 'xpu', 'mps'), 'device', f"must be 'cpu', 'cuda', 'cuda:N', 'xpu' or 'mps', got {self.device!r}")
+    need(self.precision in ('auto', 'bf16-mixed', 'fp32', 'bf16'), 'precision', f"must be 'auto', 'bf16-mixed', 'fp32' or 'bf16', got {self.precision!r}")
+    need(self.searcher_dtype in ('auto', 'bfloat16', 'float32'), 'searcher_dtype', f"must be 'auto', 'bfloat16' or 'float32', got {self.searcher_dtype!r}")
+    need(0 <= self.p_recent <= 1, 'p_recent', f"m is a probability and must be in [0, 1], got {self.p_recent}")
+    need(self.k >= 1, 'k', f"must be >= 1, got {self.k}")
+    need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}")
+    need(self.gamma > 0, 'gamma', f"must be > 0, got {self.gamma}")
+    from tba_kit.objectives import OBJECTIVES  # the registries: names of built-in components, or 'module:Name'
+    from tba_kit.samplers import SAMPLERS
+    if not given(self.objective): self.check_needs(_built('objective', OBJECTIVES, self).needs)
+    if not given(self.sampler): _built('sampler', SAMPLERS, self)
+    need(self.beta_final is None or (self.beta_final > 0 and self.beta_steps >= 1), 'beta_final',
+         "a decaying beta needs beta_final > 0 and beta_steps >= 1")
+    for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'search_prompts', 'sync_every',
+                 'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
+        need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples'):
+        need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
+    need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
+    need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
+    need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
+    need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
+    need(self.buffer_capacity >= self.k, 'buffer_capacity', f"must hold at least k = {self.k} completions per prompt, got {self.buffer_capacity}")
+    need(self.max_staleness is None or self.max_staleness >= 0, 'max_staleness', "must be >= 0 or null")
+    bad = [x for x in self.log_with if x not in LOGGERS]
+    need(not bad, 'log_with', f"unknown logger(s) {bad}: choose from {LOGGERS}")
+
+@patch
+def check_needs(self:Config, needs, who:str|None=None):
+    "Refuse settings that an objective with these `Needs` cannot train with"
+    who = who or repr(self.objective)
+    if self.k < needs.min_group:
+        raise ValueError(f"config field 'k': {who} compares the completions of a prompt with each other and needs k >= {needs.min_group} "
+                         f"(got {self.k}); use objective 'tb' for k = 1")
+    if self.gamma != 1 and not needs.tempered:
+        raise ValueError(f"config field 'gamma': tempers the reference of the TB objectives; {who} has none to temper")
+
+# %% ../nbs/09_config.ipynb #3fffd9c6
+@patch(cls_method=True)
+def from_dict(cls:Config, d:dict) -> Config:
+    "A config from a dict; unknown keys are rejected with the closest valid name"
+    names = [f.name for f in fields(cls)]
+    if 'searcher' in d: d = _split_searcher(d)  # configs (and runs to resume) from before engine / placement
+    for key in d:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            raise ValueError(f"unknown config key {key!r}" + (f": did you mean {close[0]!r}?" if close else f"; valid keys: {names}"))
+    return cls(**{k: _coerce(v, _hints()[k]) for k, v in d.items()})
+
+@patch(cls_method=True)
+def load(cls:Config, path:str|Path|None=None, overrides:list|dict|None=None) -> Config:
+    "A config from a YAML file (optional) plus overrides: a dict or ['key=value', '--key=value', ...] (values parsed as YAML)"
+    yaml = __import__('yaml')
+    d = {}
+    if path is not None:
+        p = Path(path)
+        if not p.exists(): raise FileNotFoundError(f"config file {str(p)!r} does not exist")
+        d = yaml.safe_load(p.read_text()) or {}
+        if not isinstance(d, dict): raise ValueError(f"config file {str(p)!r} must hold a mapping of keys to values")
+    if isinstance(overrides, dict): d.update(overrides)
+    else:
+        for o in overrides or []:
+            key, eq, val = o.lstrip('-').partition('=')
+            if not eq: raise ValueError(f"override {o!r} must look like key=value (e.g. --steps=10)")
+            d[key.replace('-', '_')] = yaml.safe_load(val)
+    return cls.from_dict(d)
+
+# %% ../nbs/09_config.ipynb #0ea64f44
+@patch
+def _core_lists(self:Config) -> list: return (self.vllm_cpu_threads or '').split('|')
+
+@patch
+def vllm_cores(self:Config, i:int) -> str|None:
+    "The CPU cores of vLLM searcher `i` (None: vLLM's default binding)"
+    parts = self._core_lists()
+    return (parts[i] if len(parts) > 1 else parts[0]) or None
+
+@patch
+def resolve_precision(self:Config) -> tuple:
+    "(this config with `auto` precision and searcher dtype replaced by what is fast on this machine, a sentence saying why)"
+    from tba_kit.models import fast_dtype
+    kw, why = {}, {}  # reason -> what it decided
+    if self.precision == 'auto':
+        dt, reason = ('float32', _CPU_TRAINER) if self.device == 'cpu' else fast_dtype(self.device)
+        kw['precision'] = 'bf16-mixed' if dt == 'bfloat16' else 'fp32'; why.setdefault(reason, []).append(f"trainer {kw['precision']}")
+    if self.searcher_dtype == 'auto':  # process searchers generate on the CPU; in-process ones where the policy is
+        dev = self.device if self.placement == 'inline' and self.engine == 'hf' else 'cuda' if self.engine == 'vllm' and 'cuda' in self.device else 'cpu'
+        kw['searcher_dtype'], reason = fast_dtype(dev); why.setdefault(reason, []).append(f"searchers {kw['searcher_dtype']}")
+    return (self.replace(**kw) if kw else self), '; '.join(f"{', '.join(what)}: {reason}" for reason, what in why.items())
 
 # %% ../nbs/09_config.ipynb #3e4e956a
 _CPU_TRAINER = ("a CPU trainer keeps fp32 (bf16-mixed autocast was no faster for the default job's train step even with native "
