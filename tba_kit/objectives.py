@@ -187,9 +187,9 @@ def _tb_output(delta, log_z, logp, ref, rewards):
 class TrajectoryBalance(Objective):
     "Trajectory Balance with a learned log Z: mean over the batch of (log Z + log pi - log pi_ref - r/beta)^2"
     def __init__(self,
-                 beta:float=1.0,  # KL coefficient; schedules assign `self.beta`
+                 beta:float=0.05,  # KL coefficient; schedules assign `self.beta`
                  log_z:nn.Module|None=None,  # ScalarLogZ (default), TableLogZ or HeadLogZ
-                 log_z_lr:float=1e-2,  # learning rate of the log Z parameters (larger than the policy's)
+                 log_z_lr:float=0.1,  # learning rate of the log Z parameters (larger than the policy's)
                  gamma:float=1.):  # reference prior temperature: target pi_ref^(1/gamma) exp(r/beta) (red-teaming)
         super().__init__()
         _check_beta(beta, gamma)
@@ -221,7 +221,7 @@ def vargrad_log_z(
 class VarGrad(Objective):
     "TB whose log Z is the detached per-prompt mean estimate (the loss TBA trains with)"
     def __init__(self,
-                 beta:float=1.0,  # KL coefficient; schedules assign `self.beta`
+                 beta:float=0.05,  # KL coefficient; schedules assign `self.beta`
                  gamma:float=1.):  # reference prior temperature: target pi_ref^(1/gamma) exp(r/beta) (red-teaming)
         super().__init__()
         _check_beta(beta, gamma)

@@ -101,7 +101,7 @@ class UniformSampler(Sampler):
 
 class RewardSampler(Sampler):
     "Any stored prompt, K completions drawn with probability softmax(inv_temp * reward)"
-    def __init__(self, inv_temp:float=1.0, seed:int|None=None):  # inverse temperature; 0 = uniform
+    def __init__(self, inv_temp:float=0., seed:int|None=None):  # inverse temperature; 0 = uniform (the run default), the paper uses 1 for TL;DR
         super().__init__(seed)
         if inv_temp < 0: raise ValueError(f"inv_temp must be >= 0 (0 = uniform), got {inv_temp}")
         self.inv_temp = inv_temp
@@ -122,8 +122,8 @@ class RecencySampler(Sampler):
 class MixedSampler(Sampler):
     "Per slot: recency with probability p_recent, otherwise reward-prioritised (the paper's sampler)"
     def __init__(self,
-                 p_recent:float=0.5,  # m: probability that a slot is a recency slot
-                 inv_temp:float=1.0,  # inverse temperature of the reward-prioritised slots
+                 p_recent:float=0.95,  # m: probability that a slot is a recency slot (the paper: 0.95 on GSM8K, 0.5 on TL;DR and red-teaming)
+                 inv_temp:float=0.,  # inverse temperature of the reward-prioritised slots (0: uniform)
                  seed:int|None=None):
         super().__init__(seed)
         if not 0 <= p_recent <= 1: raise ValueError(f"p_recent (m) must be in [0, 1], got {p_recent}")

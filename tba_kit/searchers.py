@@ -234,7 +234,7 @@ def generate_completions(
     model:nn.Module, tokenizer,
     prompt_ids:list,  # token ids of each prompt
     k:int=1,  # completions per prompt
-    max_new_tokens:int=64,
+    max_new_tokens:int=32,
     temperature:float=1.0,
     top_p:float=1.0,
     top_k:int=0,  # 0: no top-k filtering
@@ -379,7 +379,7 @@ class HFSearcher(SearcherBase):
                  model:nn.Module, tokenizer,
                  reward=None,  # TRL-style reward function (usually `task.reward`)
                  ref:nn.Module|str|None='copy',  # reference model: 'copy' of `model`, a model, or None (trainer computes it)
-                 max_new_tokens:int=64, temperature:float=1.0, top_p:float=1.0, top_k:int=0,
+                 max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0,
                  batch_size:int=64,  # rows per generate call
                  name:str='hf0'):
         self.reward, self.name = reward, name
@@ -443,7 +443,7 @@ class ProcessSearcher(SearcherBase):
                  threads:int=1,  # torch threads of the worker
                  nice:int=0,  # added to the worker's CPU niceness (0-19): > 0 lets the trainer's threads go first on shared cores
                  seed:int|None=None,  # the worker's torch seed
-                 max_new_tokens:int=64, temperature:float=1.0, top_p:float=1.0, top_k:int=0, batch_size:int=64,
+                 max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0, batch_size:int=64,
                  name:str='proc0',
                  timeout:float=600.,  # seconds allowed for one search (and for start-up)
                  tiny:dict|None=None):  # build `tiny_model(**tiny)` instead of loading `model` (tests)
@@ -525,7 +525,7 @@ async def aclose(self:ProcessSearcher, timeout:float=10.):
 def evaluate(
     model:nn.Module, tokenizer, task,
     split:str='test',
-    max_new_tokens:int=64,
+    max_new_tokens:int=32,
     batch_size:int=64,
     limit:int|None=None,  # first `limit` prompts only
     ref:nn.Module|None=None,  # reference policy (e.g. the initial / SFT model) for the KL estimate
@@ -554,7 +554,7 @@ def kl_to_reference(
     model:nn.Module, ref:nn.Module, tokenizer,
     prompt_ids:list,  # token ids of each prompt
     samples:int=4,  # completions sampled per prompt
-    max_new_tokens:int=64,
+    max_new_tokens:int=32,
     batch_size:int=64,
 ) -> float:
     "Monte-Carlo KL(pi || ref) in nats per completion: mean of log pi(y|x) - log ref(y|x) over y ~ pi (temperature 1)"

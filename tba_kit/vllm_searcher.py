@@ -140,7 +140,7 @@ class VLLMSearcher(SearcherBase):
                  reward=None,  # TRL-style reward function (usually `task.reward`)
                  dtype:str='bfloat16',
                  ref:bool=True,  # reference log-probs from a second engine holding the initial (or last reset) weights
-                 max_new_tokens:int=64, temperature:float=1.0, top_p:float=1.0, top_k:int=0,
+                 max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0,
                  seed:int=0,  # the engine's sampling seed
                  max_model_len:int=2048,  # longest prompt + completion
                  kv_cache_gib:float=1.0,  # KV cache of the policy engine
