@@ -27,9 +27,9 @@ from .trainer import BetaSchedule, Trainer
 from .vllm_searcher import import_vllm
 
 # %% auto #0
-__all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog',
-           'TensorBoardSink', 'WandbSink', 'RewardGuard', 'save_checkpoint', 'find_checkpoint', 'load_checkpoint',
-           'Status', 'RunLog', 'WeightSync', 'RunSummary', 'Run', 'run']
+__all__ = ['SINKS', 'FIXED_ON_RESUME', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream',
+           'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'save_checkpoint', 'find_checkpoint',
+           'load_checkpoint', 'Status', 'RunLog', 'WeightSync', 'RunSummary', 'Run', 'resume_config', 'RunLock', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -542,18 +542,22 @@ def checkpoint(self:Run) -> Path:
 
 @patch
 async def __call__(self:Run, resume:str|Path|None=None) -> RunSummary:
+    with RunLock(self.out): return await self._locked(resume)
+
+@patch
+async def _locked(self:Run, resume) -> RunSummary:
     cfg = self.cfg
     if resume is None and ((self.out / 'metrics.jsonl').exists() or (self.out / 'checkpoints').exists()):
         raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
                               "or choose another out_dir (--out_dir=...); nothing was overwritten")
-    self.out.mkdir(parents=True, exist_ok=True)
-    (self.out / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))
     self.searchers = make_searchers(cfg, self.task, self.model, self.tok)  # before a resume: references start as the initial policy
     if resume is not None:
         ck = find_checkpoint(resume)
         extra = load_checkpoint(ck, self.trainer, self.buffer, self.sampler, self.stream)
         self.guard.ok, self.guard.failed = extra.get('guard', (0, 0))
+        self.trainer.set_lr(cfg.lr)  # an lr given on resume takes effect (the optimizer state holds the old one)
         _stderr(f"resumed from {ck} at step {self.trainer.step_count}")
+    (self.out / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))  # after a successful restore: a failed one changes nothing
     self.log.start(resumed=resume is not None, sinks=[SINKS[name](self.out, cfg) for name in cfg.log_with])
     try: return await self._train(resume)
     finally:
@@ -606,6 +610,39 @@ async def _train(self:Run, resume) -> RunSummary:
     (self.out / 'summary.json').write_text(json.dumps(self.summary.__dict__, indent=1, default=str))
     return self.summary
 
+# %% ../nbs/10_loop.ipynb #2ee52c96
+FIXED_ON_RESUME = ('model', 'lora', 'task', 'task_args', 'objective')  # their state is in the checkpoint
+
+def resume_config(cfg:Config, resume:str|Path) -> Config:
+    "`cfg` for continuing the run in `resume`: out_dir is that run's folder; fields fixed by the checkpoint must agree"
+    ck = find_checkpoint(resume)
+    saved = json.loads((ck / 'config.json').read_text())
+    for f in FIXED_ON_RESUME:
+        if f in saved and saved[f] != getattr(cfg, f):
+            raise ValueError(f"config field {f!r} cannot change on resume ({saved[f]!r} in {ck}, {getattr(cfg, f)!r} given): "
+                             "start a new run (another out_dir) to change it; nothing was written")
+    return cfg.replace(out_dir=str(ck.parent.parent if ck.parent.name == 'checkpoints' else ck.parent))
+
+class RunLock:
+    "An exclusive lock on a run folder for the life of a run (`out_dir/.lock`, holding the pid); released when the process ends"
+    def __init__(self, out:Path): self.path, self.fd = Path(out) / '.lock', None
+
+    def __enter__(self):
+        import fcntl
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode().strip() or '?'; os.close(fd)
+            raise FileExistsError(f"{str(self.path.parent)!r} is in use by another run (pid {holder}): wait for it to end, "
+                                  "or choose another out_dir; nothing was written") from None
+        os.ftruncate(fd, 0); os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None: os.close(self.fd); self.fd = None  # closing releases the lock
+
 # %% ../nbs/10_loop.ipynb #9817fcae
 async def run(
     config:Config|dict|str|Path|None=None,  # a Config, a dict of fields, or a YAML file
@@ -619,4 +656,5 @@ async def run(
     if isinstance(config, Config): cfg = config.replace(**overrides) if overrides else config
     elif isinstance(config, dict): cfg = Config.from_dict(config | overrides)
     else: cfg = Config.load(config, overrides)
+    if resume is not None: cfg = resume_config(cfg, resume)  # before any model loads
     return await Run(cfg, progress, **objects)(resume)

@@ -191,3 +191,12 @@ def load_state_dict(self:Trainer, state:dict):
     self.objective.load_state_dict(state['objective']); self.step_count = state['step']
     if state.get('ref') is not None and self.ref is not None: self.ref.load_state_dict(state['ref'])
     if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
+
+@patch
+def set_lr(self:Trainer, lr:float):
+    "Make `lr` the policy's learning rate (the schedule's base), e.g. when a resumed run is given a new one"
+    g, base = self.optimizer.param_groups[0], self.scheduler.base_lrs[0]
+    if lr == base: return
+    factor = g['lr'] / base if base else 1.  # where the schedule is now
+    self.scheduler.base_lrs[0] = g['initial_lr'] = lr
+    g['lr'] = lr * factor
