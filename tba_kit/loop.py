@@ -621,7 +621,7 @@ def resume_config(cfg:Config, resume:str|Path) -> Config:
         if f in saved and saved[f] != getattr(cfg, f):
             raise ValueError(f"config field {f!r} cannot change on resume ({saved[f]!r} in {ck}, {getattr(cfg, f)!r} given): "
                              "start a new run (another out_dir) to change it; nothing was written")
-    return cfg.replace(out_dir=str(ck.parent.parent if ck.parent.name == 'checkpoints' else ck.parent))
+    return cfg.replace(out_dir=str(ck.parent.parent) if ck.parent.name == 'checkpoints' else cfg.out_dir)  # a bare checkpoint: the config's folder
 
 class RunLock:
     "An exclusive lock on a run folder for the life of a run (`out_dir/.lock`, holding the pid); released when the process ends"
