@@ -142,6 +142,16 @@ def validate(self:Config):
     for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples'):
         need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
     need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
+    need(self.max_grad_norm is None or self.max_grad_norm > 0, 'max_grad_norm', f"must be > 0 or null (no clipping), got {self.max_grad_norm}: a negative norm turns training into gradient ascent")
+    need(self.time_limit is None or self.time_limit > 0, 'time_limit', f"minutes of training: must be > 0 or null (no limit), got {self.time_limit}")
+    need(self.eval_limit is None or self.eval_limit >= 1, 'eval_limit', f"must be >= 1 or null (every held-out prompt), got {self.eval_limit}; eval: false skips evaluation")
+    for name in ('wait_timeout', 'search_timeout'): need(getattr(self, name) > 0, name, f"seconds: must be > 0, got {getattr(self, name)}")
+    need(self.lora is None or self.model != 'tiny', 'lora', "the tiny test model has no LoRA target modules: use a Hugging Face model, or lora: null")
+    if self.lora is not None:
+        from tba_kit.models import require
+        _checked('lora', lambda: require('peft', 'pip install peft').LoraConfig(**self.lora))
+    if self.lr_schedule != 'constant':
+        need(self.lr_schedule in (names := _schedule_names()), 'lr_schedule', f"unknown learning-rate schedule {self.lr_schedule!r}: use one of {names}")
     need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
     need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
     need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
@@ -180,7 +190,9 @@ def load(cls:Config, path:str|Path|None=None, overrides:list|dict|None=None) -> 
     if path is not None:
         p = Path(path)
         if not p.exists(): raise FileNotFoundError(f"config file {str(p)!r} does not exist")
-        d = yaml.safe_load(p.read_text()) or {}
+        try: d = yaml.load(p.read_text(), Loader=_unique_keys_loader(yaml))
+        except yaml.YAMLError as e: raise ValueError(f"config file {str(p)!r} is not valid YAML: {e}") from None
+        if d is None: raise ValueError(f"config file {str(p)!r} is empty: give at least one field (an empty file would run every default)")
         if not isinstance(d, dict): raise ValueError(f"config file {str(p)!r} must hold a mapping of keys to values")
     if isinstance(overrides, dict): d.update(overrides)
     else:
@@ -189,6 +201,17 @@ def load(cls:Config, path:str|Path|None=None, overrides:list|dict|None=None) -> 
             if not eq: raise ValueError(f"override {o!r} must look like key=value (e.g. --steps=10)")
             d[key.replace('-', '_')] = yaml.safe_load(val)
     return cls.from_dict(d)
+
+def _unique_keys_loader(yaml):
+    "A safe YAML loader that refuses a key given twice (plain YAML keeps the last one silently)"
+    class Loader(yaml.SafeLoader): pass
+    def mapping(loader, node, deep=False):
+        keys = [loader.construct_object(k, deep=deep) for k, _ in node.value]
+        dup = next((k for k in keys if keys.count(k) > 1), None)
+        if dup is not None: raise yaml.constructor.ConstructorError(None, None, f"key {dup!r} is given twice", node.start_mark)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader
 
 # %% ../nbs/09_config.ipynb #0ea64f44
 @patch
@@ -232,10 +255,16 @@ def given(name:str) -> bool:
     "Whether a component's name in the config stands for an object given to `run()`, like '<MyLoss>'"
     return name.startswith('<') and name.endswith('>')
 
+def _checked(field_:str, make):
+    "`make()`, with any error it raises naming the config field"
+    try: return make()
+    except Exception as e: raise ValueError(f"config field {field_!r}: {e}") from e
+
 def _built(field_:str, registry, cfg):
     "The component that `cfg.<field_>` names, built from the config; errors name the field"
-    try: return registry.get(getattr(cfg, field_))(cfg)
-    except Exception as e: raise ValueError(f"config field {field_!r}: {e}") from e
+    return _checked(field_, lambda: registry.get(getattr(cfg, field_))(cfg))
+
+def _schedule_names() -> list: return [s.value for s in __import__('transformers').SchedulerType]
 
 def _options(hint) -> tuple: return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
 

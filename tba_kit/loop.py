@@ -231,6 +231,13 @@ def _stderr(line:str):
     try: print(f"tba_kit: {line}", file=sys.stderr, flush=True)
     except (OSError, ValueError): sys.stderr = open(os.devnull, 'w')  # gone for good: later messages too
 
+def _check_writable(out:Path):
+    "Refuse an out_dir that cannot be written (checked on its nearest existing folder), before any model loads"
+    p = out.resolve()
+    while not p.exists(): p = p.parent
+    if not (p.is_dir() and os.access(p, os.W_OK | os.X_OK)):
+        raise ValueError(f"config field 'out_dir': {str(out)!r} cannot be written ({str(p)!r} is not a writable folder); choose another out_dir")
+
 # %% ../nbs/10_loop.ipynb #6301f14a
 class RunLog:
     "A run's records: metric rows (mirrored to sinks) and timeline spans as JSONL, and its clocks"
@@ -314,6 +321,11 @@ class Run:
         self.task = task if task is not None else make_task(cfg.task, **cfg.task_args)
         objective = objective if objective is not None else make_objective(cfg)
         cfg.check_needs(objective.needs, type(objective).__name__)
+        n = len(self.task.prompts('train'))
+        if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
+            raise ValueError(f"config field 'prefill': {cfg.prefill} completions cannot fit in a buffer of buffer_capacity x training prompts = "
+                             f"{cfg.buffer_capacity} x {n}: lower prefill or raise buffer_capacity")
+        _check_writable(Path(cfg.out_dir))
         self.status(f"loading the policy {cfg.model!r}", new=True)
         self.model, self.tok = make_policy(cfg)
         self.status.done()

@@ -58,3 +58,30 @@ def test_a_live_run_folder_is_locked(tmp_path):
     r = train('--resume', str(out), f'--steps={n[-1] + 1}', '--no-progress')  # the lock died with its process
     assert r.returncode == 0, r.stderr[-2000:]
     assert steps_of(out) == list(range(1, n[-1] + 2))
+
+
+def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, capsys):
+    "Before: these ran silently (gradient ascent, 0 steps, ignored LoRA, all defaults, the last of two keys), misled, or failed late"
+    import asyncio, pytest
+    import tba_kit.loop as L
+    from tba_kit.config import Config
+    monkeypatch.setattr(L, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
+    (tmp_path / 'file').write_text('x')
+    bad = {'max_grad_norm': dict(max_grad_norm=-1.), 'time_limit': dict(time_limit=0), 'time_limit ': dict(time_limit=-5),
+           'lora': dict(lora={'r': 4}), 'eval_limit': dict(eval_limit=0), 'prefill': dict(prefill=10_000, buffer_capacity=8),
+           'k': dict(objective='ppo', k=1), 'wait_timeout': dict(wait_timeout=0), 'lr_schedule': dict(lr_schedule='cosin'),
+           'out_dir': dict(out_dir=str(tmp_path / 'file' / 'run'))}
+    tried = refused = 0
+    for field, kw in bad.items():
+        tried += 1
+        with pytest.raises(ValueError, match=f"config field '{field.strip()}'"):
+            asyncio.run(L.run(dict(model='tiny', task_args={'n_train': 40, 'n_test': 4}, k=4, out_dir=str(tmp_path / 'r')) | kw, progress=False))
+        refused += 1
+    for text, msg in [('', 'is empty'), ('steps: 3\nsteps: 4\n', "key 'steps' is given twice"), ('steps: [3\n', 'is not valid YAML'),
+                      ('lora: {rr: 4}\nmodel: m\n', "config field 'lora'")]:
+        tried += 1
+        f = tmp_path / f'c{tried}.yaml'; f.write_text(text)
+        with pytest.raises(ValueError, match=msg): Config.load(f)
+        refused += 1
+    with capsys.disabled(): print(f"\nbad configs refused before any model loaded: {refused} of {tried}")
+    assert not (tmp_path / 'r').exists()  # nothing was written
