@@ -1,6 +1,6 @@
 """What the user has is not lost: a resume continues the run in the folder it is given, overrides on resume are applied
 or refused before anything is written, and a run folder is locked for the life of its run."""
-import json, shutil, signal, subprocess, sys
+import json, shutil, signal, subprocess, sys, time
 from pathlib import Path
 
 from test_loop import ROOT, TINY_CLI, tba_train, wait_for_steps
@@ -45,9 +45,10 @@ def test_an_override_the_checkpoint_fixes_is_refused_and_nothing_changes(tmp_pat
 def test_a_live_run_folder_is_locked(tmp_path):
     "Before: a second run, or a resume, into the folder of a live run went ahead and interleaved its steps with the first"
     out = tmp_path / 'run'
-    p = tba_train(*TINY_CLI, '--steps=100000', f'--out_dir={out}')
+    p = tba_train(*TINY_CLI, '--steps=100000', '--checkpoint_every=1', f'--out_dir={out}')
     try:
         wait_for_steps(out, 2, p)
+        while not list((out / 'checkpoints').glob('step_*')): time.sleep(0.1)  # a resume needs a checkpoint to be tried at all
         for args in (['--resume', str(out), '--no-progress'], [*TINY_CLI, f'--out_dir={out}']):
             r = train(*args, '--steps=100000', timeout=120)
             assert r.returncode == 2 and f'in use by another run (pid {p.pid})' in r.stderr, r.stderr[-2000:]
