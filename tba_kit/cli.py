@@ -29,11 +29,12 @@ def _parser():
     return p
 
 def _train_config(args, overrides) -> tuple:
-    from tba_kit.loop import find_checkpoint
+    from tba_kit.loop import check_not_live, find_checkpoint
     resume = None
     if args.resume:
         if any(o.lstrip('-').startswith(('out_dir=', 'out-dir=')) for o in overrides):
             raise ValueError(f"config field 'out_dir': a resumed run continues in its own folder ({args.resume}); copy the folder to continue a copy")
+        check_not_live(args.resume)  # before reading its checkpoints
         resume = find_checkpoint(args.resume)
         if args.config is None: return _with_overrides(json.loads((resume / 'config.json').read_text()), overrides), resume
     if args.config is None: raise ValueError("tba train needs a config file (or --resume DIR)")

@@ -29,7 +29,8 @@ from .vllm_searcher import import_vllm
 # %% auto #0
 __all__ = ['SINKS', 'FIXED_ON_RESUME', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream',
            'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'save_checkpoint', 'find_checkpoint',
-           'load_checkpoint', 'Status', 'RunLog', 'WeightSync', 'RunSummary', 'Run', 'resume_config', 'RunLock', 'run']
+           'load_checkpoint', 'Status', 'RunLog', 'WeightSync', 'RunSummary', 'Run', 'resume_config', 'check_not_live',
+           'RunLock', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -627,6 +628,7 @@ FIXED_ON_RESUME = ('model', 'lora', 'task', 'task_args', 'objective')  # their s
 
 def resume_config(cfg:Config, resume:str|Path) -> Config:
     "`cfg` for continuing the run in `resume`: out_dir is that run's folder; fields fixed by the checkpoint must agree"
+    check_not_live(resume)
     ck = find_checkpoint(resume)
     saved = json.loads((ck / 'config.json').read_text())
     for f in FIXED_ON_RESUME:
@@ -634,6 +636,13 @@ def resume_config(cfg:Config, resume:str|Path) -> Config:
             raise ValueError(f"config field {f!r} cannot change on resume ({saved[f]!r} in {ck}, {getattr(cfg, f)!r} given): "
                              "start a new run (another out_dir) to change it; nothing was written")
     return cfg.replace(out_dir=str(ck.parent.parent) if ck.parent.name == 'checkpoints' else cfg.out_dir)  # a bare checkpoint: the config's folder
+
+def check_not_live(resume:str|Path):
+    "Refuse to read the checkpoints of a run that is still going (it may be writing and pruning them)"
+    p = Path(resume)
+    folder = p.parent.parent if p.parent.name == 'checkpoints' else p.parent if p.name == 'checkpoints' else p
+    if folder.is_dir():
+        with RunLock(folder): pass
 
 class RunLock:
     "An exclusive lock on a run folder for the life of a run (`out_dir/.lock`, holding the pid); released when the process ends"
