@@ -10,6 +10,7 @@ import argparse, asyncio, json, logging, os, signal, sys
 from pathlib import Path
 
 from .config import Config
+from .core import stderr_line
 from .models import require
 
 # %% auto #0
@@ -102,10 +103,7 @@ def run_interruptible(coro):
         for s in sigs: loop.remove_signal_handler(s)
         loop.run_until_complete(loop.shutdown_asyncgens()); loop.close()
 
-def _say(line:str):
-    "A message to standard error; lost quietly when stderr is gone (a closed terminal or pipe)"
-    try: print(f"tba: {line}", file=sys.stderr, flush=True)
-    except (OSError, ValueError): sys.stderr = open(os.devnull, 'w')  # gone for good: later messages too
+def _say(line:str): stderr_line(f"tba: {line}")
 
 # %% ../nbs/11_cli.ipynb #b546899e
 if __name__ == '__main__': sys.exit(main())

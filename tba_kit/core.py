@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #9efb8b34
 from __future__ import annotations
-import difflib, importlib, inspect, time
+import difflib, importlib, inspect, os, sys, time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 # %% auto #0
 __all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'completion_logprobs',
-           'shared_prompt_logprobs', 'sequence_logprob_sums', 'Registry']
+           'shared_prompt_logprobs', 'sequence_logprob_sums', 'Registry', 'stderr_line']
 
 # %% ../nbs/00_core.ipynb #2cf5e21a
 def _as_ids(x, name:str) -> Tensor:
@@ -283,3 +283,8 @@ class Registry:
     def __contains__(self, name): return name in self.entries
     def __iter__(self): return iter(self.entries)
     def __repr__(self): return f"Registry({self.kind!r}: {', '.join(self.entries)})"
+
+def stderr_line(line:str):
+    "Print `line` to standard error; lost quietly when stderr is gone (a closed terminal or pipe), and so are later ones"
+    try: print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError): sys.stderr = open(os.devnull, 'w')

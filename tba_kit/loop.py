@@ -16,7 +16,7 @@ from fastcore.basics import patch
 
 from .buffer import ReplayBuffer
 from .config import Config, given
-from .core import collate
+from .core import collate, stderr_line
 from .metrics import diversity_metrics
 from .models import load_model, require, tiny_model
 from .objectives import OBJECTIVES
@@ -227,10 +227,7 @@ class Status:
     def done(self): self.text = None  # between phases: nothing to repeat
     def close(self): self.done(); self._stop.set()
 
-def _stderr(line:str):
-    "A message to standard error; lost quietly when stderr is gone (the terminal closed, the reading process died)"
-    try: print(f"tba_kit: {line}", file=sys.stderr, flush=True)
-    except (OSError, ValueError): sys.stderr = open(os.devnull, 'w')  # gone for good: later messages too
+def _stderr(line:str): stderr_line(f"tba_kit: {line}")
 
 def _check_writable(out:Path):
     "Refuse an out_dir that cannot be written (checked on its nearest existing folder), before any model loads"
