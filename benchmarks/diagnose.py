@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 
 from tba_kit.config import Config
-from tba_kit.loop import find_checkpoint, make_policy
+from tba_kit.checkpoints import find_checkpoint
+from tba_kit.loop import make_policy
 from tba_kit.models import require
 from tba_kit.searchers import _encode, generate_completions
 from tba_kit.tasks import last_number, make_task

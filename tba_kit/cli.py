@@ -30,7 +30,7 @@ def _parser():
     return p
 
 def _train_config(args, overrides) -> tuple:
-    from tba_kit.loop import check_not_live, find_checkpoint
+    from tba_kit.checkpoints import check_not_live, find_checkpoint
     resume = None
     if args.resume:
         if any(o.lstrip('-').startswith(('out_dir=', 'out-dir=')) for o in overrides):
@@ -47,6 +47,7 @@ def _with_overrides(base:dict, overrides:list) -> Config:
     given = {o.lstrip('-').partition('=')[0].replace('-', '_') for o in overrides}
     return Config.from_dict(base | {k: v for k, v in extra.items() if k in given})
 
+# %% ../nbs/11_cli.ipynb #a6bbbd6a
 def main(argv:list|None=None) -> int:
     "Entry point of the `tba` command"
     args, rest = _parser().parse_known_args(argv)
@@ -65,11 +66,17 @@ def main(argv:list|None=None) -> int:
         _say(f"error: {e}"); return 2
     except (KeyboardInterrupt, asyncio.CancelledError):
         _say("interrupted; searchers stopped"); return 130
+    except Exception as e:  # a run stopped by its rewards, its searchers or a timeout: said plainly (its checkpoint is written)
+        from tba_kit.searchers import SearcherError
+        from tba_kit.tasks import RewardError
+        if not isinstance(e, (RewardError, SearcherError, TimeoutError)): raise
+        _say(f"error: {e}"); return 1
     return 0
 
 def evaluate_target(target:str, limit:int|None=None) -> dict:
     "Greedy held-out metrics of a config's model, or of a run directory's / checkpoint's policy"
-    from tba_kit.loop import find_checkpoint, make_policy
+    from tba_kit.checkpoints import find_checkpoint
+    from tba_kit.loop import make_policy
     from tba_kit.searchers import evaluate
     from tba_kit.tasks import make_task
     p = Path(target)

@@ -13,14 +13,14 @@ from pathlib import Path
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['LOGGERS', 'Config', 'given']
+__all__ = ['LOGGERS', 'ModelFields', 'SearchFields', 'Config', 'given']
 
-# %% ../nbs/09_config.ipynb #3ffc9495
+# %% ../nbs/09_config.ipynb #6a6367b8
 LOGGERS = ('tensorboard', 'wandb')
 
 @dataclass
-class Config:
-    "Everything a TBA run needs; see the field comments"
+class ModelFields:
+    "What is trained, on which task, with which objective"
     # policy
     model:str = 'smollm2-135m-instruct'  # hub name, local folder, the built-in default, or 'tiny' (random test model)
     precision:str = 'auto'  # trainer precision: 'auto' (bf16-mixed where bf16 is fast here, else fp32), 'bf16-mixed', 'fp32' or 'bf16'
@@ -38,6 +38,11 @@ class Config:
     gamma:float = 1.0  # reference prior temperature of 'tb' / 'vargrad': target pi_ref^(1/gamma) exp(r/beta) (red-teaming)
     ppo_clip:float = 0.2
     kl_coef:float = 0.  # KL penalty in the reward for the PPO family
+
+# %% ../nbs/09_config.ipynb #0cf648ca
+@dataclass
+class SearchFields(ModelFields):
+    "Where completions come from and how the buffer replays them"
     # buffer and sampler
     k:int = 8  # completions per prompt (K); also the group size of a batch
     prompts_per_step:int = 4  # prompt groups in a training batch
@@ -53,6 +58,7 @@ class Config:
     engine:str = 'hf'  # what generates: 'hf' (transformers generate), 'vllm' (vLLM engines), or 'module:Name' (Name(config, task, policy, tokenizer, i))
     placement:str = 'auto'  # where each searcher runs: 'process' (a worker process), 'inline' (this process); auto: process for hf, inline for vllm (its engine has its own process)
     searchers:int = 1  # number of searchers
+    searcher_restarts:int = 3  # times a searcher process that died or hung is replaced with a new one (then the run stops)
     searcher_threads:int = 1  # torch threads of each searcher process
     searcher_nice:int = 0  # CPU niceness added to searcher processes (0-19): > 0 gives the trainer the shared cores first
     search_prompts:int = 4  # prompts per search call
@@ -67,6 +73,11 @@ class Config:
     vllm_enforce_eager:bool = True  # no compilation / graph capture
     vllm_cpu_threads:str|None = None  # CPU: cores for the engines' threads, e.g. '0'; per searcher with '|': '0|1'
     vllm_engine_kw:dict = field(default_factory=dict)  # more vLLM engine arguments
+
+# %% ../nbs/09_config.ipynb #982fddeb
+@dataclass
+class Config(SearchFields):
+    "Everything a TBA run needs; see the field comments"
     # trainer
     device:str = 'cpu'  # where the trainer's policy lives: 'cpu', 'cuda', 'cuda:1', ... (searchers choose their own)
     steps:int = 100
@@ -95,6 +106,7 @@ class Config:
     time_limit:float|None = None  # stop training after this many minutes
     wait_timeout:float = 600.  # seconds the trainer may wait for data before failing
     search_timeout:float = 600.  # seconds one search may take
+    reward_timeout:float = 300.  # seconds one reward batch may take (a hung reward fails its batch, counted in reward/failed_batches)
     seed:int = 0
 
     def __post_init__(self): self.validate()
@@ -104,62 +116,72 @@ class Config:
     def replace(self, **kw) -> Config: return self.from_dict(self.to_dict() | kw)
 
 # %% ../nbs/09_config.ipynb #12d29f92
+def _need(ok:bool, field_:str, msg:str):
+    if not ok: raise ValueError(f"config field {field_!r}: {msg}")
+
 @patch
 def validate(self:Config):
     "Raise a ValueError naming the field of the first setting that cannot work, with the fix"
     for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
-    def need(ok, field_, msg):
-        if not ok: raise ValueError(f"config field {field_!r}: {msg}")
-    need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
+    _need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
     from tba_kit.searchers import ENGINES
     if self.placement == 'auto': self.placement = 'inline' if self.engine == 'vllm' else 'process'
-    need(self.placement in ('process', 'inline'), 'placement', f"must be 'process', 'inline' or 'auto', got {self.placement!r}")
+    _need(self.placement in ('process', 'inline'), 'placement', f"must be 'process', 'inline' or 'auto', got {self.placement!r}")
     try: ENGINES.get(self.engine)
     except ValueError as e: raise ValueError(f"config field 'engine': {e}") from None
     if self.engine == 'vllm':
-        need(self.placement == 'inline', 'placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto')")
-        need(self.model != 'tiny', 'model', "vLLM serves a model folder: save the tiny model with save_pretrained and pass the folder")
-        need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
-        need(len(self._core_lists()) in (1, self.searchers), 'vllm_cpu_threads',
+        _need(self.placement == 'inline', 'placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto')")
+        _need(self.model != 'tiny', 'model', "vLLM serves a model folder: save the tiny model with save_pretrained and pass the folder")
+        _need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
+        _need(len(self._core_lists()) in (1, self.searchers), 'vllm_cpu_threads',
              f"give one core list for all searchers or one per searcher separated by '|' ({self.searchers} searchers, got {self.vllm_cpu_threads!r})")
-    need(self.ref_on in ('searcher', 'trainer'), 'ref_on', f"must be 'searcher' or 'trainer', got {self.ref_on!r}")
-    need(self.device.split(':')[0] in ('cpu', 'cuda', 'xpu', 'mps'), 'device', f"must be 'cpu', 'cuda', 'cuda:N', 'xpu' or 'mps', got {self.device!r}")
-    need(self.precision in ('auto', 'bf16-mixed', 'fp32', 'bf16'), 'precision', f"must be 'auto', 'bf16-mixed', 'fp32' or 'bf16', got {self.precision!r}")
-    need(self.searcher_dtype in ('auto', 'bfloat16', 'float32'), 'searcher_dtype', f"must be 'auto', 'bfloat16' or 'float32', got {self.searcher_dtype!r}")
-    need(0 <= self.p_recent <= 1, 'p_recent', f"m is a probability and must be in [0, 1], got {self.p_recent}")
-    need(self.k >= 1, 'k', f"must be >= 1, got {self.k}")
-    need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}")
-    need(self.gamma > 0, 'gamma', f"must be > 0, got {self.gamma}")
+    _need(self.ref_on in ('searcher', 'trainer'), 'ref_on', f"must be 'searcher' or 'trainer', got {self.ref_on!r}")
+    _need(self.device.split(':')[0] in ('cpu', 'cuda', 'xpu', 'mps'), 'device', f"must be 'cpu', 'cuda', 'cuda:N', 'xpu' or 'mps', got {self.device!r}")
+    _need(self.precision in ('auto', 'bf16-mixed', 'fp32', 'bf16'), 'precision', f"must be 'auto', 'bf16-mixed', 'fp32' or 'bf16', got {self.precision!r}")
+    _need(self.searcher_dtype in ('auto', 'bfloat16', 'float32'), 'searcher_dtype', f"must be 'auto', 'bfloat16' or 'float32', got {self.searcher_dtype!r}")
+    _need(0 <= self.p_recent <= 1, 'p_recent', f"m is a probability and must be in [0, 1], got {self.p_recent}")
+    _need(self.k >= 1, 'k', f"must be >= 1, got {self.k}")
+    _need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}")
+    _need(self.gamma > 0, 'gamma', f"must be > 0, got {self.gamma}")
     from tba_kit.objectives import OBJECTIVES  # the registries: names of built-in components, or 'module:Name'
     from tba_kit.samplers import SAMPLERS
     if not given(self.objective): self.check_needs(_built('objective', OBJECTIVES, self).needs)
     if not given(self.sampler): _built('sampler', SAMPLERS, self)
-    need(self.beta_final is None or (self.beta_final > 0 and self.beta_steps >= 1), 'beta_final',
+    _need(self.beta_final is None or (self.beta_final > 0 and self.beta_steps >= 1), 'beta_final',
          "a decaying beta needs beta_final > 0 and beta_steps >= 1")
+    self.check_ranges()
+
+
+# %% ../nbs/09_config.ipynb #02239102
+@patch
+def check_ranges(self:Config):
+    "Refuse numbers out of their range, and settings that are silent or misleading (a negative grad norm, a zero time limit)"
     for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'search_prompts', 'sync_every',
                  'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
-        need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
-    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples'):
-        need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
-    need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
-    need(self.max_grad_norm is None or self.max_grad_norm > 0, 'max_grad_norm', f"must be > 0 or null (no clipping), got {self.max_grad_norm}: a negative norm turns training into gradient ascent")
-    need(self.time_limit is None or self.time_limit > 0, 'time_limit', f"minutes of training: must be > 0 or null (no limit), got {self.time_limit}")
-    need(self.eval_limit is None or self.eval_limit >= 1, 'eval_limit', f"must be >= 1 or null (every held-out prompt), got {self.eval_limit}; eval: false skips evaluation")
-    for name in ('wait_timeout', 'search_timeout'): need(getattr(self, name) > 0, name, f"seconds: must be > 0, got {getattr(self, name)}")
-    need(self.lora is None or self.model != 'tiny', 'lora', "the tiny test model has no LoRA target modules: use a Hugging Face model, or lora: null")
+        _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'searcher_restarts'):
+        _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
+    _need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
+    _need(self.max_grad_norm is None or self.max_grad_norm > 0, 'max_grad_norm', f"must be > 0 or null (no clipping), got {self.max_grad_norm}: a negative norm turns training into gradient ascent")
+    _need(self.time_limit is None or self.time_limit > 0, 'time_limit', f"minutes of training: must be > 0 or null (no limit), got {self.time_limit}")
+    _need(self.eval_limit is None or self.eval_limit >= 1, 'eval_limit', f"must be >= 1 or null (every held-out prompt), got {self.eval_limit}; eval: false skips evaluation")
+    for name in ('wait_timeout', 'search_timeout', 'reward_timeout'): _need(getattr(self, name) > 0, name, f"seconds: must be > 0, got {getattr(self, name)}")
+    _need(self.lora is None or self.model != 'tiny', 'lora', "the tiny test model has no LoRA target modules: use a Hugging Face model, or lora: null")
     if self.lora is not None:
         from tba_kit.models import require
         _checked('lora', lambda: require('peft', 'pip install peft').LoraConfig(**self.lora))
     if self.lr_schedule != 'constant':
-        need(self.lr_schedule in (names := _schedule_names()), 'lr_schedule', f"unknown learning-rate schedule {self.lr_schedule!r}: use one of {names}")
-    need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
-    need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
-    need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
-    need(self.buffer_capacity >= self.k, 'buffer_capacity', f"must hold at least k = {self.k} completions per prompt, got {self.buffer_capacity}")
-    need(self.max_staleness is None or self.max_staleness >= 0, 'max_staleness', "must be >= 0 or null")
+        _need(self.lr_schedule in (names := _schedule_names()), 'lr_schedule', f"unknown learning-rate schedule {self.lr_schedule!r}: use one of {names}")
+    _need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
+    _need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
+    _need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
+    _need(self.buffer_capacity >= self.k, 'buffer_capacity', f"must hold at least k = {self.k} completions per prompt, got {self.buffer_capacity}")
+    _need(self.max_staleness is None or self.max_staleness >= 0, 'max_staleness', "must be >= 0 or null")
     bad = [x for x in self.log_with if x not in LOGGERS]
-    need(not bad, 'log_with', f"unknown logger(s) {bad}: choose from {LOGGERS}")
+    _need(not bad, 'log_with', f"unknown logger(s) {bad}: choose from {LOGGERS}")
 
+
+# %% ../nbs/09_config.ipynb #f3033452
 @patch
 def check_needs(self:Config, needs, who:str|None=None):
     "Refuse settings that an objective with these `Needs` cannot train with"

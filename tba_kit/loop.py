@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/loop.html.md"""
 
 # %% ../nbs/10_loop.ipynb #10e1b7ec
 from __future__ import annotations
-import asyncio, copy, json, logging, math, os, random, shutil, sys, tempfile, threading, time, uuid
+import asyncio, copy, json, logging, math, os, random, sys, threading, time, uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import torch
 from fastcore.basics import patch
 
 from .buffer import ReplayBuffer
+from .checkpoints import RunLock, find_checkpoint, load_checkpoint, resume_config, save_checkpoint
 from .config import Config, given
 from .core import collate, stderr_line
 from .metrics import diversity_metrics
@@ -27,10 +28,8 @@ from .trainer import BetaSchedule, Trainer
 from .vllm_searcher import import_vllm
 
 # %% auto #0
-__all__ = ['SINKS', 'FIXED_ON_RESUME', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream',
-           'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'save_checkpoint', 'find_checkpoint',
-           'load_checkpoint', 'Status', 'RunLog', 'WeightSync', 'RunSummary', 'Run', 'resume_config', 'check_not_live',
-           'RunLock', 'run']
+__all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog',
+           'TensorBoardSink', 'WandbSink', 'RewardGuard', 'Status', 'RunLog', 'WeightSync', 'RunSummary', 'Run', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -55,7 +54,9 @@ def make_policy(cfg:Config):
 
 def make_searchers(cfg:Config, task, policy, tokenizer) -> list:
     "`cfg.searchers` searchers of `cfg.engine` (see `searchers.ENGINES`), placed as `cfg.placement` says"
-    return [ENGINES.get(cfg.engine)(cfg, task, policy, tokenizer, i) for i in range(cfg.searchers)]
+    searchers = [ENGINES.get(cfg.engine)(cfg, task, policy, tokenizer, i) for i in range(cfg.searchers)]
+    for s in searchers: s.reward_timeout = cfg.reward_timeout
+    return searchers
 
 # %% ../nbs/10_loop.ipynb #14a2be7c
 class PromptStream:
@@ -95,13 +96,18 @@ class MetricsLog:
         for s in self.sinks: s.close()
         self.sinks = []
 
+def _rows(path:Path) -> list:
+    "The complete rows of a JSONL file (a line cut short by a crash is left out)"
+    out = []
+    for line in (path.read_text().splitlines() if path.exists() else []):
+        try: out.append(json.loads(line))
+        except json.JSONDecodeError: continue
+    return out
+
 def _last_row(path:Path) -> dict|None:
     "The last complete row of a JSONL file (None when there is none)"
-    if not path.exists(): return None
-    for line in reversed(path.read_text().splitlines()):
-        try: return json.loads(line)
-        except json.JSONDecodeError: continue  # a line cut short by a crash
-    return None
+    rows = _rows(path)
+    return rows[-1] if rows else None
 
 def _scalars(row:dict) -> dict:
     "The finite numbers of a metric row, without its step"
@@ -141,9 +147,18 @@ SINKS = {'tensorboard': TensorBoardSink, 'wandb': WandbSink}  # the config's `lo
 class RewardGuard:
     "Counts failed reward batches; raises once most of them fail"
     def __init__(self, min_batches:int=4):
-        self.ok = self.failed = 0; self.first = None; self.min_batches = min_batches
+        self.ok = self.failed = self.unscored = 0; self.first = None; self.min_batches = min_batches  # unscored: searches in a row
 
     def success(self): self.ok += 1
+
+    def scored(self, n:int, of:int):
+        "Count a search with `n` of its `of` completions scored: all None is said at once, and stops the run after `min_batches` in a row"
+        if n or not of: self.unscored = 0; return
+        self.unscored += 1
+        if self.unscored == 1: _log.warning(f"the reward function returned None for all {of} completions of a search: there is nothing to train on")
+        if self.unscored >= self.min_batches:
+            raise RewardError(f"the reward function returned None for every completion of the last {self.unscored} searches ({of} each); "
+                              "stopping. None skips a completion: return a float for those it can score")
 
     def failure(self, e:RewardError):
         self.failed += 1
@@ -153,48 +168,6 @@ class RewardGuard:
         n = self.ok + self.failed
         if n >= self.min_batches and self.failed > n / 2:
             raise RewardError(f"{self.failed} of {n} reward batches failed; stopping. First failure: {self.first}", self.first.tb)
-
-# %% ../nbs/10_loop.ipynb #b4374ff4
-def save_checkpoint(out_dir:Path, trainer:Trainer, buffer:ReplayBuffer, sampler, stream:PromptStream, cfg:Config, extra:dict|None=None) -> Path:
-    "Write an atomic checkpoint `out_dir/checkpoints/step_NNNNNN`; returns its path"
-    st = require('safetensors.torch', 'pip install safetensors')
-    root = Path(out_dir) / 'checkpoints'; root.mkdir(parents=True, exist_ok=True)
-    final = root / f"step_{trainer.step_count:06d}"
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix='.tmp-'))
-    try:
-        st.save_model(trainer.model, str(tmp / 'policy.safetensors'))
-        torch.save(trainer.state_dict(), tmp / 'trainer.pt')
-        torch.save(buffer.state_dict(), tmp / 'buffer.pt')
-        torch.save({'sampler': sampler.state_dict(), 'stream': stream.state_dict(), 'version': trainer.version,
-                    'rng': {'torch': torch.get_rng_state(), 'numpy': np.random.get_state(), 'python': random.getstate()},
-                    'extra': extra or {}}, tmp / 'state.pt')
-        (tmp / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))
-        if final.exists(): shutil.rmtree(final)
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
-    for old in sorted(root.glob('step_*'))[:-cfg.keep_checkpoints]: shutil.rmtree(old, ignore_errors=True)
-    return final
-
-def find_checkpoint(path:str|Path) -> Path:
-    "A checkpoint directory from itself, a run directory (its newest checkpoint) or a checkpoints folder"
-    p = Path(path)
-    if (p / 'state.pt').exists(): return p
-    for root in (p / 'checkpoints', p):
-        found = sorted(root.glob('step_*')) if root.exists() else []
-        if found: return found[-1]
-    raise FileNotFoundError(f"no checkpoint in {str(p)!r}: give a run directory or one of its checkpoints/step_* folders")
-
-def load_checkpoint(path:Path, trainer:Trainer, buffer:ReplayBuffer, sampler, stream:PromptStream) -> dict:
-    "Restore what `save_checkpoint` wrote; returns the saved extra state"
-    st = require('safetensors.torch', 'pip install safetensors')
-    st.load_model(trainer.model, str(path / 'policy.safetensors'))
-    trainer.load_state_dict(torch.load(path / 'trainer.pt', weights_only=False))
-    buffer.load_state_dict(torch.load(path / 'buffer.pt', weights_only=False))
-    s = torch.load(path / 'state.pt', weights_only=False)
-    sampler.load_state_dict(s['sampler']); stream.load_state_dict(s['stream'])
-    torch.set_rng_state(s['rng']['torch']); np.random.set_state(s['rng']['numpy']); random.setstate(s['rng']['python'])
-    return s['extra']
 
 # %% ../nbs/10_loop.ipynb #2e96afe4
 class Status:
@@ -229,6 +202,12 @@ class Status:
 
 def _stderr(line:str): stderr_line(f"tba_kit: {line}")
 
+def _check_model_path(model:str):
+    "Refuse a model given as a local path that does not exist, before anything loads (hub names are the loader's to check)"
+    p = Path(model).expanduser()
+    if (model.startswith(('/', '.', '~')) or (len(p.parts) > 1 and Path(p.parts[0]).is_dir())) and not p.exists():
+        raise ValueError(f"config field 'model': {model!r} does not exist; give an existing model folder, a hub name, or 'tiny'")
+
 def _check_writable(out:Path):
     "Refuse an out_dir that cannot be written (checked on its nearest existing folder), before any model loads"
     p = out.resolve()
@@ -252,6 +231,17 @@ class RunLog:
         last = _last_row(self.metrics.path) if resumed else None
         if last: self.t_start -= last['time/seconds']; self.eval_seconds = last['time/seconds'] - last['time/train_seconds']
         self.metrics.sinks = list(sinks or [])
+
+    def drop_after(self, step:int) -> int:
+        "Forget the rows of steps after `step` (done after the checkpoint a resume starts from: they are done again); returns how many"
+        rows = _rows(self.metrics.path)
+        keep = [r for r in rows if r.get('step', 0) <= step]
+        if len(keep) == len(rows): return 0
+        t = keep[-1]['time/seconds'] if keep else 0.
+        for log, kept in ((self.metrics, keep), (self.timeline, [s for s in _rows(self.timeline.path) if s['start'] <= t])):
+            tmp = log.path.with_suffix('.tmp')
+            tmp.write_text(''.join(json.dumps(r) + '\n' for r in kept)); os.replace(tmp, log.path)
+        return len(rows) - len(keep)
 
     def elapsed(self) -> float: return time.perf_counter() - self.t_start
     def training_seconds(self) -> float: return self.elapsed() - self.eval_seconds
@@ -302,6 +292,7 @@ class RunSummary:
         rows += [('output', f"`{self.out_dir}`")]
         return "**Run summary**\n\n| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
+# %% ../nbs/10_loop.ipynb #283e390c
 class Run:
     "The parts of a run and the two schedules that drive them"
     def __init__(self, cfg:Config, progress=True, task=None, objective=None, sampler=None):  # components given as objects replace those the config names
@@ -323,7 +314,7 @@ class Run:
         if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
             raise ValueError(f"config field 'prefill': {cfg.prefill} completions cannot fit in a buffer of buffer_capacity x training prompts = "
                              f"{cfg.buffer_capacity} x {n}: lower prefill or raise buffer_capacity")
-        _check_writable(Path(cfg.out_dir))
+        _check_writable(Path(cfg.out_dir)); _check_model_path(cfg.model)
         self.status(f"loading the policy {cfg.model!r}", new=True)
         self.model, self.tok = make_policy(cfg)
         self.status.done()
@@ -346,7 +337,7 @@ class Run:
         self.guard = RewardGuard()
         self.searchers, self.weights, self.stopping = [], None, False  # weights: the WeightSync, once searchers exist
         self.last_trajs, self.diversity_task = [], None  # the latest search's completions; a measurement in a worker thread
-        self.stop_requested = self.interrupted = False
+        self.stop_requested = self.interrupted = self.failed = False
         self.search_stats, self.last_acc = [], None
         self.summary = RunSummary(str(self.out), 0, 0.)
 
@@ -371,7 +362,7 @@ async def search_once(self:Run, searcher, prompts) -> list:
         self.guard.failure(e); return []
     trajs = res.trajectories
     self.log.span(searcher.name, 'search', t, completions=len(trajs), version=min((x.version for x in trajs), default=None))
-    self.guard.success()
+    self.guard.success(); self.guard.scored(len(trajs), len(trajs) + int(res.metrics.get('search/unscored', 0)))
     self.search_stats.append((searcher.name, res.metrics))
     if trajs: self.last_trajs = trajs
     return trajs
@@ -546,9 +537,18 @@ async def train_sync(self:Run, bar):
 @patch
 def checkpoint(self:Run) -> Path:
     p = save_checkpoint(self.out, self.trainer, self.buffer, self.sampler, self.stream, self.cfg,
-                        {'guard': (self.guard.ok, self.guard.failed)})
+                        {'guard': (self.guard.ok, self.guard.failed), 'searchers': [s.state_dict() for s in self.searchers]})
     self.summary.checkpoint = str(p)
     return p
+
+@patch
+def save_on_exit(self:Run):
+    "A checkpoint of the last finished step when the run ends early, so that `--resume` continues it (never masks the error)"
+    what = 'interrupted' if self.interrupted else 'stopped by an error'
+    try: p = self.checkpoint()
+    except Exception as e: _stderr(f"{what} at step {self.trainer.step_count}; writing its checkpoint failed too ({type(e).__name__}: {e})"); return
+    _stderr(f"{what} at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
+            f"continue with `tba train --resume {self.out}`")
 
 @patch
 async def __call__(self:Run, resume:str|Path|None=None) -> RunSummary:
@@ -565,8 +565,10 @@ async def _locked(self:Run, resume) -> RunSummary:
         ck = find_checkpoint(resume)
         extra = load_checkpoint(ck, self.trainer, self.buffer, self.sampler, self.stream)
         self.guard.ok, self.guard.failed = extra.get('guard', (0, 0))
+        for s, state in zip(self.searchers, extra.get('searchers', [])): s.load_state_dict(state)
         self.trainer.set_lr(cfg.lr)  # an lr given on resume takes effect (the optimizer state holds the old one)
         _stderr(f"resumed from {ck} at step {self.trainer.step_count}")
+        if n := self.log.drop_after(self.trainer.step_count): _stderr(f"{n} metric rows of steps after that checkpoint removed (they are trained again)")
     (self.out / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))  # after a successful restore: a failed one changes nothing
     self.log.start(resumed=resume is not None, sinks=[SINKS[name](self.out, cfg) for name in cfg.log_with])
     try: return await self._train(resume)
@@ -599,17 +601,15 @@ async def _train(self:Run, resume) -> RunSummary:
         if self.diversity_task is not None:  # the measurement still in flight: log it rather than drop it
             await asyncio.wait([self.diversity_task], timeout=cfg.wait_timeout)
             if d := self.diversity(start=False): self.record(d)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        self.interrupted = True; raise
+    except BaseException as e:  # Ctrl-C, SIGTERM, a cancelled cell, a dead worker, a reward error, a timeout: keep the work
+        self.interrupted = isinstance(e, (asyncio.CancelledError, KeyboardInterrupt))
+        self.failed = True; raise
     finally:
         self.status.done()
         if bar is not None: bar.close()
         await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
         self.weights.close()
-        if self.interrupted:  # Ctrl-C, SIGTERM, a cancelled notebook cell: keep the work
-            p = self.checkpoint()
-            _stderr(f"interrupted at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
-                    f"continue with `tba train --resume {self.out}`")
+        if self.failed: self.save_on_exit()
     self.summary.eval_after = await self.evaluate()
     if self.summary.eval_after: self.record(self.summary.eval_after)
     self.checkpoint()
@@ -619,47 +619,6 @@ async def _train(self:Run, resume) -> RunSummary:
     self.summary.steps, self.summary.seconds = self.trainer.step_count, self.log.elapsed()
     (self.out / 'summary.json').write_text(json.dumps(self.summary.__dict__, indent=1, default=str))
     return self.summary
-
-# %% ../nbs/10_loop.ipynb #2ee52c96
-FIXED_ON_RESUME = ('model', 'lora', 'task', 'task_args', 'objective')  # their state is in the checkpoint
-
-def resume_config(cfg:Config, resume:str|Path) -> Config:
-    "`cfg` for continuing the run in `resume`: out_dir is that run's folder; fields fixed by the checkpoint must agree"
-    check_not_live(resume)
-    ck = find_checkpoint(resume)
-    saved = json.loads((ck / 'config.json').read_text())
-    for f in FIXED_ON_RESUME:
-        if f in saved and saved[f] != getattr(cfg, f):
-            raise ValueError(f"config field {f!r} cannot change on resume ({saved[f]!r} in {ck}, {getattr(cfg, f)!r} given): "
-                             "start a new run (another out_dir) to change it; nothing was written")
-    return cfg.replace(out_dir=str(ck.parent.parent) if ck.parent.name == 'checkpoints' else cfg.out_dir)  # a bare checkpoint: the config's folder
-
-def check_not_live(resume:str|Path):
-    "Refuse to read the checkpoints of a run that is still going (it may be writing and pruning them)"
-    p = Path(resume)
-    folder = p.parent.parent if p.parent.name == 'checkpoints' else p.parent if p.name == 'checkpoints' else p
-    if folder.is_dir():
-        with RunLock(folder): pass
-
-class RunLock:
-    "An exclusive lock on a run folder for the life of a run (`out_dir/.lock`, holding the pid); released when the process ends"
-    def __init__(self, out:Path): self.path, self.fd = Path(out) / '.lock', None
-
-    def __enter__(self):
-        import fcntl
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode().strip() or '?'; os.close(fd)
-            raise FileExistsError(f"{str(self.path.parent)!r} is in use by another run (pid {holder}): wait for it to end, "
-                                  "or choose another out_dir; nothing was written") from None
-        os.ftruncate(fd, 0); os.write(fd, str(os.getpid()).encode())
-        self.fd = fd
-        return self
-
-    def __exit__(self, *exc):
-        if self.fd is not None: os.close(self.fd); self.fd = None  # closing releases the lock
 
 # %% ../nbs/10_loop.ipynb #9817fcae
 async def run(

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/searchers.html.md"""
 
 # %% ../nbs/07_searchers.ipynb #4c15f59d
 from __future__ import annotations
-import asyncio, copy, importlib, itertools, os, shutil, tempfile, threading, time, traceback, uuid
+import asyncio, copy, importlib, itertools, logging, os, shutil, tempfile, threading, time, traceback, uuid
 from collections import Counter
 from dataclasses import dataclass, field
 import multiprocessing as mp
@@ -22,10 +22,13 @@ from .core import Registry, Trajectory, _device, _prompt_pass, sequence_logprob_
 from .models import load_model, require
 from .tasks import Prompt, score
 
+_log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
+
 # %% auto #0
 __all__ = ['ENGINES', 'Searcher', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state',
            'ShmHandle', 'ShmChannel', 'generate_completions', 'Completion', 'SearchResult', 'SearcherBase',
-           'HFSearcher', 'SearcherError', 'ProcessSearcher', 'evaluate', 'kl_to_reference', 'hf_searcher']
+           'HFSearcher', 'SearcherError', 'SearcherLost', 'ProcessSearcher', 'evaluate', 'kl_to_reference',
+           'hf_searcher']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -137,8 +140,18 @@ def read_state(path:str) -> dict:
     return require('safetensors.torch', 'pip install safetensors').load_file(path)
 
 def _ram_dir(root:str|None) -> Path:
-    "A new folder in `root`, else on /dev/shm (a RAM disk) when writable, else in the temporary folder"
-    return Path(tempfile.mkdtemp(prefix='tba_kit-weights-', dir=root or ('/dev/shm' if os.access('/dev/shm', os.W_OK) else None)))
+    "A new folder in `root`, else on /dev/shm (a RAM disk) when writable, else in the temporary folder; stale ones removed"
+    base = Path(root or ('/dev/shm' if os.access('/dev/shm', os.W_OK) else tempfile.gettempdir()))
+    for old in base.glob('tba_kit-weights-*-*'):  # left by runs that were SIGKILLed: gigabytes of RAM each with a real model
+        pid = old.name.split('-')[2]
+        if pid.isdigit() and not _alive(int(pid)): shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f'tba_kit-weights-{os.getpid()}-', dir=base))
+
+def _alive(pid:int) -> bool:
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: pass  # another user's process
+    return True
 
 # %% ../nbs/07_searchers.ipynb #f8f9a2ed
 @dataclass(frozen=True)
@@ -269,7 +282,8 @@ def generate_completions(
 # %% ../nbs/07_searchers.ipynb #33311b26
 class _Pending:
     "Weight snapshots waiting to be installed at the start of the next search, each held in its channel until then"
-    def __init__(self): self.load, self.reset, self.inflight, self.current = None, None, [], None  # newest; newest reset; being installed; in use
+    def __init__(self):  # newest; newest reset; being installed; in use; the reference in use (after a reset)
+        self.load, self.reset, self.inflight, self.current, self.ref, self._ref_taken = None, None, [], None, None, None
 
     def add(self, handle:WeightHandle, reset_ref:bool):
         for slot in ('load', 'reset') if reset_ref else ('load',):
@@ -283,7 +297,7 @@ class _Pending:
         if self.reset is not None and self.reset != self.load: out.append((self.reset, True))
         if self.load is not None: out.append((self.load, self.reset == self.load))
         self.inflight += [h for h in (self.reset, self.load) if h is not None]  # held until `done`
-        self.load = self.reset = None
+        self._ref_taken, self.load, self.reset = self.reset, None, None
         return out
 
     def done(self):
@@ -292,8 +306,17 @@ class _Pending:
             old, self.current = self.current, self.inflight[-1]
             self.current.hold()  # zero-copy weights live in its buffer: it must not be reused while in use
             if old is not None: old.release()
+        if self._ref_taken is not None:  # kept, so that a restarted worker gets its reference back
+            old, self.ref = self.ref, self._ref_taken
+            self.ref.hold()
+            if old is not None: old.release()
         for h in self.inflight: h.release()
-        self.inflight = []
+        self.inflight, self._ref_taken = [], None
+
+    def restore(self):
+        "After a worker restart: install again the reference and the policy the lost worker ran on (unless newer ones wait)"
+        if self.reset is None and self.ref is not None: self.add(self.ref, True)
+        if (h := self.load or self.current) is not None: self.add(h, False)
 
 # %% ../nbs/07_searchers.ipynb #4101ba9c
 class Completion(NamedTuple):
@@ -315,7 +338,7 @@ class SearchResult:
 
 class SearcherBase:
     "A searcher from an engine: subclasses implement `_generate(messages, k) -> (version, [[Completion]] per prompt, load seconds)` and `load_weights`"
-    version, name, reward = 0, 'searcher', None
+    version, name, reward, reward_timeout = 0, 'searcher', None, None  # reward_timeout: seconds a reward batch may take
     async def start(self): return self  # engines that need starting (a process, a vLLM engine) override it
 
     async def search(self, prompts:Sequence[Prompt], k:int) -> SearchResult:
@@ -326,14 +349,18 @@ class SearcherBase:
         version, groups, load_s = await self._generate([p.messages for p in prompts], k)
         gen_s = time.perf_counter() - t0
         flat = [(p, c) for p, g in zip(prompts, groups) for c in g]
-        rewards = await score(self.reward, [p for p, _ in flat], [c.text for _, c in flat], [c.ids.tolist() for _, c in flat])
+        rewards = await score(self.reward, [p for p, _ in flat], [c.text for _, c in flat], [c.ids.tolist() for _, c in flat], self.reward_timeout)
         trajs = [Trajectory(p.id, c.prompt_ids, c.ids, c.logprobs, r, version=version, ref_logprob=c.ref_logprob,
                             meta={'text': c.text, 'searcher': self.name}) for (p, c), r in zip(flat, rewards) if r is not None]
         tokens = sum(len(c.ids) for _, c in flat)
         m = {'search/tokens': tokens, 'search/seconds': gen_s, 'search/tokens_per_s': tokens / max(gen_s, 1e-9),
              'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version}
         if load_s is not None: m['sync/load_seconds'] = load_s
+        if getattr(self, 'restarts', 0): m['search/restarts'] = self.restarts  # of its worker, so far
         return SearchResult(trajs, m)
+
+    def state_dict(self) -> dict: return {}  # what a checkpoint keeps of a searcher (its position in a random stream)
+    def load_state_dict(self, state:dict): pass
 
 # %% ../nbs/07_searchers.ipynb #e2aa2ec8
 def _encode(tokenizer, messages:list) -> list:
@@ -423,7 +450,8 @@ def _worker_main(conn, spec:dict):
         except (EOFError, OSError): return
         if msg[0] == 'close': conn.send(('closed',)); return
         try:
-            _, prompts, k, loads = msg
+            _, prompts, k, loads, seed = msg
+            if seed is not None: torch.manual_seed(seed)  # per search: a restarted or resumed worker samples as the lost one would have
             version, groups, load_s = gen.run(prompts, k, loads)
             groups = [[c._replace(ids=c.ids.numpy(), logprobs=c.logprobs.numpy()) for c in g] for g in groups]
             conn.send(('ok', (version, groups, load_s)))
@@ -432,6 +460,7 @@ def _worker_main(conn, spec:dict):
 
 # %% ../nbs/07_searchers.ipynb #8e6af5e0
 class SearcherError(RuntimeError): "A searcher process failed, timed out or died"
+class SearcherLost(SearcherError): "A searcher process died or stopped answering (it is restarted, up to `max_restarts` times)"
 
 class ProcessSearcher(SearcherBase):
     "A transformers searcher in its own spawned process; start it with `await searcher.start()`"
@@ -445,9 +474,12 @@ class ProcessSearcher(SearcherBase):
                  seed:int|None=None,  # the worker's torch seed
                  max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0, batch_size:int=64,
                  name:str='proc0',
-                 timeout:float=600.,  # seconds allowed for one search (and for start-up)
+                 timeout:float=600.,  # seconds allowed for one search
+                 start_timeout:float=600.,  # seconds allowed for starting (loading the model)
+                 max_restarts:int=3,  # a worker that dies or hangs is replaced this many times, then the search fails
                  tiny:dict|None=None):  # build `tiny_model(**tiny)` instead of loading `model` (tests)
-        self.reward, self.name, self.timeout, self.version = reward, name, timeout, 0
+        self.reward, self.name, self.timeout, self.start_timeout, self.version = reward, name, timeout, start_timeout, 0
+        self.max_restarts, self.restarts, self.searches = max_restarts, 0, 0
         if not 0 <= nice <= 19: raise ValueError(f"nice must be in 0..19, got {nice}")
         self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny,
                          gen=dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, batch_size=batch_size))
@@ -462,7 +494,7 @@ class ProcessSearcher(SearcherBase):
         target = importlib.import_module('tba_kit.searchers')._worker_main  # by module, also when this class is defined in a notebook
         self.proc = ctx.Process(target=target, args=(child, self.spec), name=f"tba_kit-{self.name}", daemon=True)
         self.proc.start(); child.close()
-        try: msg = await self._recv(self.timeout, 'start')
+        try: msg = await self._recv(self.start_timeout, 'start')
         except BaseException: await self.aclose(); raise
         if msg[0] != 'ready': await self.aclose(); raise SearcherError(f"searcher {self.name!r} failed to start: {msg[1]}\n{msg[2]}")
         return self
@@ -482,21 +514,35 @@ async def _recv(self:ProcessSearcher, timeout:float, what:str):
         deadline = time.monotonic() + timeout
         while not self.conn.poll():
             if not self.proc.is_alive():
-                raise SearcherError(f"searcher {self.name!r} process died (exit code {self.proc.exitcode}) during {what}")
+                raise SearcherLost(f"searcher {self.name!r} process died (exit code {self.proc.exitcode}) during {what}")
             left = deadline - time.monotonic()
-            if left <= 0: raise SearcherError(f"searcher {self.name!r} did not answer {what} within {timeout:.0f} s")
+            if left <= 0: raise SearcherLost(f"searcher {self.name!r} did not answer {what} within {timeout:.0f} s")
             await asyncio.wait([fut], timeout=min(left, 1.0))  # not wait_for: on 3.11 it can swallow a cancellation
     finally: loop.remove_reader(fd)
     try: return self.conn.recv()
-    except (EOFError, OSError) as e: raise SearcherError(f"searcher {self.name!r} process went away during {what}") from e
+    except (EOFError, OSError) as e: raise SearcherLost(f"searcher {self.name!r} process went away during {what}") from e
 
 @patch
 async def _generate(self:ProcessSearcher, prompts, k):
+    while True:
+        try: return await self._search(prompts, k)
+        except SearcherLost as e:
+            if self.restarts >= self.max_restarts: raise SearcherError(f"{e}; it was restarted {self.restarts} times already (max_restarts): giving up") from e
+            self.restarts += 1
+            _log.warning(f"{e}: restarting it ({self.restarts} of {self.max_restarts}) with the current weights; its prompts are searched again")
+            await self.aclose(timeout=1.); self._pending.restore()
+            await self.start()
+
+@patch
+async def _search(self:ProcessSearcher, prompts, k):
     if self.proc is None: await self.start()
+    self.searches += 1
+    seed = None if self.spec['seed'] is None else self.spec['seed'] * 1_000_003 + self.searches
     async with self._lock:
         try:
-            self.conn.send(('search', prompts, k, self._pending.take()))
+            self.conn.send(('search', prompts, k, self._pending.take(), seed))
             msg = await self._recv(self.timeout, 'search')
+        except (BrokenPipeError, ConnectionResetError) as e: raise SearcherLost(f"searcher {self.name!r} process went away before a search") from e
         finally: self._pending.done()
     if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
     version, groups, load_s = msg[1]
@@ -505,6 +551,11 @@ async def _generate(self:ProcessSearcher, prompts, k):
 
 @patch
 async def load_weights(self:ProcessSearcher, handle:WeightHandle, reset_ref:bool=False): self._pending.add(handle, reset_ref)
+
+@patch
+def state_dict(self:ProcessSearcher) -> dict: return {'searches': self.searches}  # seeds the next search: a resume samples on
+@patch
+def load_state_dict(self:ProcessSearcher, state:dict): self.searches = state.get('searches', 0)
 
 @patch
 async def aclose(self:ProcessSearcher, timeout:float=10.):
@@ -577,7 +628,7 @@ def hf_searcher(cfg, task, policy, tokenizer, i:int):
         dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
         return HFSearcher(copy.deepcopy(_plain(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if ref else None, name=f'hf{i}', **gen)
     return ProcessSearcher(cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=ref, threads=cfg.searcher_threads, nice=cfg.searcher_nice,
-                           seed=cfg.seed + 1000 * (i + 1), name=f'proc{i}', timeout=cfg.search_timeout,
+                           seed=cfg.seed + 1000 * (i + 1), name=f'proc{i}', timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
                            tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, **gen)
 
 ENGINES = Registry('engine')  # name -> factory(config, task, policy, tokenizer, i) -> Searcher

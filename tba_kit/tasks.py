@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/tasks.html.md"""
 
 # %% ../nbs/06_tasks.ipynb #9395e207
 from __future__ import annotations
-import asyncio, collections, inspect, math, re, traceback
+import asyncio, collections, inspect, math, re, threading, traceback
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
@@ -42,11 +42,26 @@ class RewardError(RuntimeError):
     "A reward function raised or returned something unusable; `.tb` holds the formatted traceback"
     def __init__(self, msg:str, tb:str=''): super().__init__(msg); self.tb = tb
 
+def _in_thread(fn, kw:dict) -> asyncio.Future:
+    "`fn(**kw)` in a daemon thread: one that hangs can be abandoned, and never holds up the interpreter's exit"
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+    def settle(ok, value):
+        if not fut.done(): (fut.set_result if ok else fut.set_exception)(value)
+    def work():
+        try: res = (True, fn(**kw))
+        except BaseException as e: res = (False, e)
+        try: loop.call_soon_threadsafe(settle, *res)
+        except RuntimeError: pass  # the loop is gone: nobody waits any more
+    threading.Thread(target=work, name='tba_kit-reward', daemon=True).start()
+    return fut
+
 async def score(
     reward_fn:Callable,  # TRL-style reward function, sync or async
     prompts:Sequence[Prompt],  # one per completion
     completions:Sequence[str],  # decoded completion texts
     completion_ids:Sequence[list]|None=None,  # token ids of each completion
+    timeout:float|None=None,  # seconds the reward function may take (None: no limit)
 ) -> list:  # float or None per completion
     "Call a TRL-style reward function on a batch and validate its answer"
     n = len(completions)
@@ -61,9 +76,16 @@ async def score(
     try:
         kw = dict(prompts=[p.messages for p in prompts], completions=comps,
                   completion_ids=list(completion_ids) if completion_ids is not None else None, **cols)
-        if inspect.iscoroutinefunction(reward_fn) or inspect.iscoroutinefunction(getattr(reward_fn, '__call__', None)): out = await reward_fn(**kw)
-        else: out = await asyncio.to_thread(reward_fn, **kw)  # a synchronous reward (a reward model) must not stall the event loop
+        is_async = inspect.iscoroutinefunction(reward_fn) or inspect.iscoroutinefunction(getattr(reward_fn, '__call__', None))
+        call = asyncio.ensure_future(reward_fn(**kw) if is_async else _in_thread(reward_fn, kw))  # a sync reward must not stall the event loop
+        try: done, _ = await asyncio.wait([call], timeout=timeout)
+        finally: call.cancel()  # cancelled with the caller, or after the timeout (a hung thread is left behind, never waited on)
+        if not done:
+            raise RewardError(f"reward function {name!r} did not return within {timeout:g} s (reward_timeout); the batch was skipped. "
+                              "Raise reward_timeout if scoring is legitimately slow")
+        out = call.result()
         if inspect.isawaitable(out): out = await out
+    except RewardError: raise
     except Exception as e:
         raise RewardError(f"reward function {name!r} raised {type(e).__name__}: {e}", traceback.format_exc()) from e
     try: out = list(out)

@@ -160,8 +160,10 @@ def step(self:Trainer, batch:Batch) -> dict:
         lp, prompt_repr = self._forward(mb)
         out = self.objective(lp, mb, prompt_repr)
         (out.loss * (len(mb) / B)).backward()
-        for k, v in {**out.terms, **out.metrics}.items(): sums[k] = sums.get(k, 0.) + v.detach().float() * len(mb)
+        for k, v in {**out.terms, **out.metrics, 'loss': out.loss}.items(): sums[k] = sums.get(k, 0.) + v.detach().float() * len(mb)
     grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm or float('inf'))  # inf: measure only
+    if not (torch.isfinite(sums['loss']) and torch.isfinite(grad_norm)): self._refuse(batch, float(sums['loss']) / B, float(grad_norm))
+    del sums['loss']
     self.optimizer.step(); self.optimizer.zero_grad(set_to_none=True)
     lr = self.optimizer.param_groups[0]['lr']
     self.scheduler.step()
@@ -178,6 +180,15 @@ def step(self:Trainer, batch:Batch) -> dict:
     return metrics
 
 # %% ../nbs/08_trainer.ipynb #6ecf98a9
+@patch
+def _refuse(self:Trainer, batch:Batch, loss:float, grad_norm:float):
+    "Leave the weights as they are and say why: an overflowing loss would write inf / nan into every weight"
+    self.optimizer.zero_grad(set_to_none=True)
+    r = batch.rewards.float()
+    raise ValueError(f"step {self.step_count + 1}: the loss is {loss:.3g} and the gradient norm {grad_norm:.3g}, so the step was refused "
+                     f"(weights unchanged). The batch's rewards span [{r.min():.3g}, {r.max():.3g}]: log-rewards (reward / beta) this "
+                     "large overflow float32; scale the reward function down or raise beta")
+
 @patch
 def state_dict(self:Trainer) -> dict:
     "Optimizer, scheduler, objective (log Z) and step; the policy weights are saved separately"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .loop import find_checkpoint
+from .checkpoints import find_checkpoint
 from .models import require
 
 # %% auto #0

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/vllm.html.md"""
 
 # %% ../nbs/07b_vllm.ipynb #b238c1ed
 from __future__ import annotations
-import asyncio, contextlib, json, os, shutil, tempfile, time, uuid
+import asyncio, contextlib, json, os, shutil, time, uuid
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,7 +15,7 @@ from fastcore.basics import patch
 import torch
 
 from .models import resolve_model
-from .searchers import Completion, SearcherBase, SearcherError, WeightHandle, _encode, _Pending
+from .searchers import Completion, SearcherBase, SearcherError, WeightHandle, _encode, _Pending, _ram_dir
 
 # %% auto #0
 __all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_kwargs', 'engine_args', 'cpu_binding', 'FileTransport',
@@ -73,8 +73,7 @@ class FileTransport:
     "Weights to a vLLM engine through safetensors files: a hard-linked folder per version, `reload_weights` on every worker"
     name = 'file'
     def __init__(self, root:str|None=None):
-        self.root = Path(root or ('/dev/shm' if os.access('/dev/shm', os.W_OK) else tempfile.gettempdir())) / f"tba_kit-vllm-{uuid.uuid4().hex[:8]}"
-        self.root.mkdir(parents=True)
+        self.root = _ram_dir(root)  # named with this process's id: removed by the next run's channel if this one is killed
         self.tied_key, self.current = None, {}  # embedding tensor to copy as lm_head; engine id -> folder it was loaded from
 
     def serve(self, folder:str) -> str:
@@ -216,6 +215,7 @@ async def _requests(self:VLLMSearcher, engine, reqs:list, what:str) -> list:
             raise SearcherError(f"searcher {self.name!r} failed during {what}: {type(e).__name__}: {e}") from e
         raise
 
+# %% ../nbs/07b_vllm.ipynb #f91d6eee
 @patch
 def _sampling(self:VLLMSearcher, k:int):
     v, g = import_vllm(), self.gen

@@ -1,10 +1,11 @@
 """What the user has is not lost: a resume continues the run in the folder it is given, overrides on resume are applied
 or refused before anything is written, and a run folder is locked for the life of its run."""
-import json, shutil, signal, subprocess, sys, time
+import json, os, random, re, shutil, signal, subprocess, sys, time
 from pathlib import Path
 
 from test_loop import ROOT, TINY_CLI, tba_train, wait_for_steps
-from tba_kit.loop import find_checkpoint
+from tba_kit.checkpoints import find_checkpoint
+from tba_kit.searchers import _alive
 
 
 def train(*args, timeout=300) -> subprocess.CompletedProcess:
@@ -71,7 +72,8 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
     bad = {'max_grad_norm': dict(max_grad_norm=-1.), 'time_limit': dict(time_limit=0), 'time_limit ': dict(time_limit=-5),
            'lora': dict(lora={'r': 4}), 'eval_limit': dict(eval_limit=0), 'prefill': dict(prefill=10_000, buffer_capacity=8),
            'k': dict(objective='ppo', k=1), 'wait_timeout': dict(wait_timeout=0), 'lr_schedule': dict(lr_schedule='cosin'),
-           'out_dir': dict(out_dir=str(tmp_path / 'file' / 'run'))}
+           'out_dir': dict(out_dir=str(tmp_path / 'file' / 'run')), 'model': dict(model=str(tmp_path / 'no_such_model')),
+           'model ': dict(model='./checkpoints/step_000009')}
     tried = refused = 0
     for field, kw in bad.items():
         tried += 1
@@ -86,3 +88,138 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
         refused += 1
     with capsys.disabled(): print(f"\nbad configs refused before any model loaded: {refused} of {tried}")
     assert not (tmp_path / 'r').exists()  # nothing was written
+
+
+# --- the fault-injection suite: real `tba train` processes, faults at random moments, every run taken to its last step ---
+
+FAULTY_TASK = '''
+import itertools, os, threading, time
+from tba_kit.tasks import PromptTask, completion_text
+calls = itertools.count(1)
+
+def reward(prompts, completions, **kw):
+    "Vowel share; TBA_FAULT=how:after makes calls after the first `after` raise, return None, or (every third) hang; 'slow' sleeps"
+    how, _, after = os.environ.get('TBA_FAULT', 'ok').partition(':')
+    n = next(calls)
+    if how == 'slow': time.sleep(0.2)
+    if how != 'ok' and n > int(after or 0):
+        if how == 'raise': raise RuntimeError('scorer backend down')
+        if how == 'none': return [None] * len(completions)
+        if how == 'hang' and n % 3 == 0: threading.Event().wait()
+    return [sum(ch in 'aeiou' for ch in completion_text(c)) / max(len(completion_text(c)), 1) for c in completions]
+
+def make(**kw): return PromptTask([f'Say word {i}' for i in range(12)], reward, test=['Say a word'], name='faulty')
+'''
+
+TARGET = 60  # steps every run must reach (about 10 s with the tiny model)
+
+
+def _suite_env(tmp_path, fault='ok') -> dict:
+    (tmp_path / 'faulty_task.py').write_text(FAULTY_TASK)
+    return os.environ | {'PYTHONPATH': f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", 'TBA_FAULT': fault}
+
+
+def _cli(out, *args, tmp_path, fault='ok', resume=False):
+    "Start `tba train` on the faulty task (a fresh run, or a resume of `out`)"
+    head = ['--resume', str(out)] if resume else [*TINY_CLI, '--task=faulty_task:make', f'--out_dir={out}']
+    return subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *head, f'--steps={TARGET}', '--checkpoint_every=4', *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_suite_env(tmp_path, fault))
+
+
+def _worker_of(pid:int) -> int:
+    "The searcher process of run `pid` (its spawned child)"
+    for _ in range(600):
+        for d in Path('/proc').iterdir():
+            try:
+                if d.name.isdigit() and int((d / 'stat').read_text().rsplit(')', 1)[1].split()[1]) == pid and b'spawn_main' in (d / 'cmdline').read_bytes():
+                    return int(d.name)
+            except OSError: continue
+        time.sleep(0.1)
+    raise AssertionError('no searcher process')
+
+
+def _last_step(out) -> int: return max(steps_of(out), default=0)
+
+
+def _finish(out, tmp_path, log) -> int:
+    "Resume `out` to the target with good rewards; returns the step it resumed from"
+    p = _cli(out, tmp_path=tmp_path, resume=True)
+    _, err = p.communicate(timeout=300)
+    log.append(err)
+    assert p.returncode == 0, err[-3000:]
+    return int(re.search(r'resumed from \S+ at step (\d+)', err).group(1))
+
+
+def test_fault_injection_suite(tmp_path, capsys):
+    "Signals to the trainer and its searcher at random moments, corrupt checkpoints, a concurrent run, rewards that hang, fail or say None"
+    seed = int(os.environ.get('TBA_FAULT_SEED', time.time_ns() % 10_000)); rng = random.Random(seed)
+    results, log = {}, []  # fault -> (survived, steps lost)
+
+    def kill_trainer(name, sig, out):
+        p = _cli(out, tmp_path=tmp_path)
+        wait_for_steps(out, rng.randint(1, 20), p); time.sleep(rng.uniform(0, 0.5))
+        p.send_signal(sig); _, err = p.communicate(timeout=120)
+        assert p.returncode == (130 if sig != signal.SIGKILL else -9), err[-3000:]
+        last = _last_step(out)
+        results[name] = last - _finish(out, tmp_path, log)
+
+    def kill_worker(name, sig, out, *args):
+        p = _cli(out, *args, tmp_path=tmp_path)
+        wait_for_steps(out, rng.randint(1, 20), p); time.sleep(rng.uniform(0, 0.5))
+        os.kill(_worker_of(p.pid), sig)
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0 and 'restarting it (1 of 3)' in err, err[-3000:]
+        results[name] = 0
+
+    def corrupt(name, file, how, out):
+        p = _cli(out, f'--steps={TARGET // 2}', '--checkpoint_every=1', tmp_path=tmp_path); p.communicate(timeout=300)
+        f = find_checkpoint(out) / file
+        b = bytearray(f.read_bytes())
+        f.write_bytes(b[:len(b) // 2] if how == 'truncate' else b[:-9] + bytes([b[-9] ^ 0xFF]) + b[-8:])
+        err_before = len(log)
+        results[name] = TARGET // 2 - _finish(out, tmp_path, log)
+        assert 'passed over corrupt checkpoint' in log[err_before] and file in log[err_before], log[err_before][-2000:]
+
+    def concurrent(name, out):
+        p = _cli(out, '--max_staleness=2', tmp_path=tmp_path, fault='slow')  # still running when the second one starts
+        wait_for_steps(out, 1, p)
+        q = _cli(out, tmp_path=tmp_path); _, err = q.communicate(timeout=120)
+        assert q.returncode == 2 and f'in use by another run (pid {p.pid})' in err, err[-2000:]
+        assert p.wait(timeout=300) == 0
+        results[name] = 0
+
+    def bad_reward(name, fault, message, out, *args):
+        p = _cli(out, *args, tmp_path=tmp_path, fault=fault); t = time.monotonic()
+        _, err = p.communicate(timeout=300)
+        if fault.startswith('hang'):  # a hung batch fails after reward_timeout; the run goes on
+            assert p.returncode == 0 and message in err, err[-3000:]; results[name] = 0; return
+        assert p.returncode == 1 and message in err and time.monotonic() - t < 120, err[-3000:]
+        last = _last_step(out)
+        assert int(find_checkpoint(out).name.split('_')[1]) == last  # the last finished step is kept
+        results[name] = last - _finish(out, tmp_path, log)
+
+    faults = [
+        lambda o: kill_trainer('SIGINT to the trainer', signal.SIGINT, o),
+        lambda o: kill_trainer('SIGTERM to the trainer', signal.SIGTERM, o),
+        lambda o: kill_trainer('SIGKILL to the trainer', signal.SIGKILL, o),
+        lambda o: kill_worker('SIGKILL to the searcher process', signal.SIGKILL, o),
+        lambda o: kill_worker('searcher process hangs (SIGSTOP)', signal.SIGSTOP, o, '--search_timeout=5', '--max_staleness=4'),  # the trainer needs its data
+        lambda o: corrupt('newest checkpoint: a flipped byte', 'policy.safetensors', 'flip', o),
+        lambda o: corrupt('newest checkpoint: truncated', 'trainer.pt', 'truncate', o),
+        lambda o: concurrent('a second run into a live folder', o),
+        lambda o: bad_reward('reward hangs (every third batch)', 'hang:4', 'did not return within 2 s', o, '--reward_timeout=2', '--max_staleness=4'),
+        lambda o: bad_reward('reward raises (from batch 7 on)', 'raise:6', 'reward batches failed', o),
+        lambda o: bad_reward('reward returns only None (from batch 7 on)', 'none:6', 'returned None for every completion', o),
+    ]
+    chosen = [int(x) for x in os.environ['TBA_FAULTS'].split(',')] if os.environ.get('TBA_FAULTS') else range(len(faults))
+    for i in chosen:
+        out, inject = tmp_path / f'run{i}', faults[i]
+        inject(out)
+        assert steps_of(out) == list(range(1, TARGET + 1)), steps_of(out)  # every step once, in order: none lost, none twice
+        assert find_checkpoint(out).name == f'step_{TARGET:06d}'
+        left = [d for d in Path('/dev/shm').glob('tba_kit-weights-*-*') if not _alive(int(d.name.split('-')[2]))]
+        assert not left, left  # weight snapshots: removed on exit, or (after a SIGKILL) by the next run
+    with capsys.disabled():
+        print(f"\nfault injection (seed {seed}): faults survived {len(results)} of {len(chosen)} injected; "
+              f"steps lost {sum(results.values())} in all")
+        for k, v in results.items(): print(f"  {k}: survived, {v} step(s) lost")

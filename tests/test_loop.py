@@ -7,7 +7,8 @@ import torch
 from safetensors.torch import load_file
 
 import tba_kit.tasks as T
-from tba_kit.loop import find_checkpoint, run
+from tba_kit.checkpoints import find_checkpoint
+from tba_kit.loop import run
 from tba_kit.searchers import ProcessSearcher, SearcherError
 from tba_kit.tasks import PromptTask, RewardError, completion_text
 from conftest import live_children
@@ -41,9 +42,11 @@ def children() -> set:
     return live_children(lambda cmd: b'spawn_main' in cmd)
 
 
-def test_resume_continues_exactly(tmp_path):
-    "4 steps straight == 2 steps, then --resume for 2 more (sync mode: deterministic given the restored RNG states)"
-    kw = dict(TINY, task='t_vowels', mode='sync', placement='inline', eval=False, seed=3)
+@pytest.mark.parametrize('placement', ['inline', 'process'])
+def test_resume_continues_exactly(tmp_path, placement):
+    """4 steps straight == 2 steps, then --resume for 2 more (sync mode: deterministic given the restored RNG states; a searcher
+    process seeds each search from its count of searches, which the checkpoint keeps)"""
+    kw = dict(TINY, task='t_vowels', mode='sync', placement=placement, eval=False, seed=3)
     asyncio.run(run(steps=4, out_dir=str(tmp_path / 'straight'), **kw))
     asyncio.run(run(steps=2, out_dir=str(tmp_path / 'split'), **kw))
     asyncio.run(run(steps=4, out_dir=str(tmp_path / 'split'), resume=tmp_path / 'split', **kw))
@@ -107,11 +110,12 @@ def test_cancellation_stops_searcher_processes(tmp_path):
 
 
 def test_searcher_timeout_and_dead_worker_fail_loudly():
+    "A worker that cannot start fails at once; one that dies with no restarts left fails the search"
     async def main():
-        s = ProcessSearcher('tiny', reward=vowels, tiny=dict(seed=0), timeout=0.05)
+        s = ProcessSearcher('tiny', reward=vowels, tiny=dict(seed=0), start_timeout=0.05)
         with pytest.raises(SearcherError, match='did not answer start within'): await s.start()
         assert s.proc is None
-        s = await ProcessSearcher('tiny', reward=vowels, tiny=dict(seed=0), max_new_tokens=4).start()
+        s = await ProcessSearcher('tiny', reward=vowels, tiny=dict(seed=0), max_new_tokens=4, max_restarts=0).start()
         os.kill(s.proc.pid, signal.SIGKILL)
         with pytest.raises(SearcherError, match='died|went away'):
             await s.search(T.PromptTask(['hi'], vowels).prompts(), k=2)
