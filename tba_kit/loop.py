@@ -238,7 +238,8 @@ class RunLog:
         keep = [r for r in rows if r.get('step', 0) <= step]
         if len(keep) == len(rows): return 0
         t = keep[-1]['time/seconds'] if keep else 0.
-        for log, kept in ((self.metrics, keep), (self.timeline, [s for s in _rows(self.timeline.path) if s['start'] <= t])):
+        spans = [s for s in _rows(self.timeline.path) if (s['step'] <= step if 'step' in s else s['start'] <= t)]  # a search: by its start
+        for log, kept in ((self.metrics, keep), (self.timeline, spans)):
             tmp = log.path.with_suffix('.tmp')
             tmp.write_text(''.join(json.dumps(r) + '\n' for r in kept)); os.replace(tmp, log.path)
         return len(rows) - len(keep)

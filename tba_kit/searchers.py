@@ -522,6 +522,7 @@ async def _recv(self:ProcessSearcher, timeout:float, what:str):
     try: return self.conn.recv()
     except (EOFError, OSError) as e: raise SearcherLost(f"searcher {self.name!r} process went away during {what}") from e
 
+# %% ../nbs/07_searchers.ipynb #9b4dfeec
 @patch
 async def _generate(self:ProcessSearcher, prompts, k):
     while True:

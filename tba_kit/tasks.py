@@ -42,6 +42,7 @@ class RewardError(RuntimeError):
     "A reward function raised or returned something unusable; `.tb` holds the formatted traceback"
     def __init__(self, msg:str, tb:str=''): super().__init__(msg); self.tb = tb
 
+# %% ../nbs/06_tasks.ipynb #1e5d244f
 def _in_thread(fn, kw:dict) -> asyncio.Future:
     "`fn(**kw)` in a daemon thread: one that hangs can be abandoned, and never holds up the interpreter's exit"
     loop = asyncio.get_running_loop()

@@ -1,0 +1,112 @@
+"""The orchestration bound: how close the loop comes to the throughput its simulated costs allow.
+
+Searchers are simulated engines that sleep S seconds per batch of `prompts_per_step` prompts (S * n / prompts_per_step
+for a call with n prompts) and return fake completions; the trainer's step is padded to T seconds (the tiny model's real
+step, then a sleep). Everything else is real: the loop, the replay buffer, the sampler, reward scoring, the weight
+channel (every step publishes the tiny model through shared memory). For N searchers:
+
+- async: trainer steps per second over the ideal min(1/T, N/S) (each batch fresh; replay lets the trainer go faster
+  when N/S < 1/T, so the ratio may then exceed 1), and the trainer's idle share (time waiting for data);
+- sync: steps per second over the ideal 1 / (G + T), where G = S * ceil(P/N) / P is the time of the largest shard when a
+  batch of P prompts is split over N searchers (S/N when N divides P);
+- the async / sync speed-up over its ideal (G + T) / max(T, S/N).
+
+The simulated searchers run in the driver's event loop (placement inline): this measures the orchestration, not
+process or network transport. Prints a table and writes benchmarks/results/orchestration.json.
+
+    PYTHONPATH=. python benchmarks/orchestration.py [--searchers 1 3 7 15] [--S 0.1] [--T 0.1] [--steps 60] [--prompts_per_step 16]
+"""
+import argparse, asyncio, json, math, statistics, tempfile, time
+from pathlib import Path
+
+import torch
+
+from tba_kit.loop import run
+from tba_kit.searchers import ENGINES, Completion, SearcherBase
+from tba_kit.tasks import PromptTask
+from tba_kit.trainer import Trainer
+
+COST = {}  # 'S', 'T', 'ppstep': the simulated costs of this measurement
+
+
+class SleepSearcher(SearcherBase):
+    "A simulated engine: sleeps S seconds per batch of prompts, installs published weights by version"
+    def __init__(self, cfg, task, policy, tokenizer, i:int):
+        self.name, self.reward, self.pending, self.current = f'sleep{i}', task.reward, None, None
+
+    async def load_weights(self, handle, reset_ref:bool=False):
+        handle.hold()
+        if self.pending is not None: self.pending.release()
+        self.pending = handle
+
+    async def _generate(self, prompts, k):
+        if self.pending is not None:  # installed before the search, as a real searcher does
+            if self.current is not None: self.current.release()
+            self.current, self.pending, self.version = self.pending, None, self.pending.version
+        version = self.version
+        await asyncio.sleep(COST['S'] * len(prompts) / COST['ppstep'])
+        fake = lambda: Completion(torch.randint(3, 250, (4,)), torch.full((4,), -1.), -4., 'aeiou', [1, 2, 3])
+        return version, [[fake() for _ in range(k)] for _ in prompts], None
+
+    async def aclose(self):
+        for h in (self.pending, self.current):
+            if h is not None: h.release()
+        self.pending = self.current = None
+
+
+def padded_step(step):
+    def timed(self, batch):
+        t = time.perf_counter()
+        m = step(self, batch)
+        time.sleep(max(0., COST['T'] - (time.perf_counter() - t)))
+        return m
+    return timed
+
+
+async def measure(mode:str, n:int, steps:int, out:Path) -> dict:
+    task = PromptTask([f'Say word {i}' for i in range(64)], lambda prompts, completions, **kw: [0.5] * len(completions), name='sim')
+    pp = COST['ppstep']
+    await run(model='tiny', task=task, engine='sleep', placement='inline', searchers=n, mode=mode, steps=steps, k=4,
+              prompts_per_step=pp, search_prompts=pp, prefill=4 * pp, precision='fp32', searcher_dtype='float32', eval=False,
+              out_dir=str(out), progress=False)
+    rows = [json.loads(l) for l in open(out / 'metrics.jsonl') if 'train/step' in l]
+    w = rows[len(rows) // 5:]  # after the start-up
+    secs = w[-1]['time/seconds'] - w[0]['time/seconds']
+    return {'steps_per_s': (len(w) - 1) / secs, 'idle': sum(r['train/wait_seconds'] for r in w[1:]) / secs,
+            'step_seconds_median': statistics.median(r['train/step_seconds'] for r in w)}
+
+
+async def main(ns:list, S:float, T:float, steps:int, ppstep:int):
+    COST.update(S=S, T=T, ppstep=ppstep)
+    ENGINES['sleep'] = SleepSearcher
+    Trainer.step = padded_step(Trainer.step)
+    torch.set_num_threads(1)
+    rows, tmp = [], Path(tempfile.mkdtemp())
+    for n in ns:
+        a = await measure('async', n, steps, tmp / f'a{n}')
+        s = await measure('sync', n, steps, tmp / f's{n}')
+        gen = S * math.ceil(ppstep / n) / ppstep  # sync: the largest shard of a batch split over n searchers (S/n when it divides)
+        ideal_async, ideal_sync = min(1 / T, n / S), 1 / (gen + T)
+        speedup, ideal_speedup = a['steps_per_s'] / s['steps_per_s'], (gen + T) / max(T, S / n)
+        rows.append({'searchers': n, 'async_steps_per_s': a['steps_per_s'], 'async_ratio': a['steps_per_s'] / ideal_async,
+                     'async_idle': a['idle'], 'sync_steps_per_s': s['steps_per_s'], 'sync_ratio': s['steps_per_s'] / ideal_sync,
+                     'speedup': speedup, 'speedup_ratio': speedup / ideal_speedup, 'ideal_speedup': ideal_speedup})
+        r = rows[-1]
+        print(f"N={n:2d}  async {r['async_steps_per_s']:.2f}/s ({r['async_ratio']:.3f} of ideal, idle {r['async_idle']:.1%})  "
+              f"sync {r['sync_steps_per_s']:.2f}/s ({r['sync_ratio']:.3f})  speed-up {speedup:.3f} of {ideal_speedup:.3f} "
+              f"({r['speedup_ratio']:.3f})", flush=True)
+    res = {'S': S, 'T': T, 'steps': steps, 'prompts_per_step': ppstep, 'placement': 'inline (simulated engines)', 'rows': rows}
+    out = Path(__file__).parent / 'results' / 'orchestration.json'
+    out.write_text(json.dumps(res, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--searchers', type=int, nargs='+', default=[1, 3, 7, 15])
+    ap.add_argument('--S', type=float, default=0.1, help='seconds a searcher takes for a batch of prompts_per_step prompts')
+    ap.add_argument('--T', type=float, default=0.1, help='seconds of a trainer step')
+    ap.add_argument('--steps', type=int, default=60)
+    ap.add_argument('--prompts_per_step', type=int, default=16)
+    a = ap.parse_args()
+    asyncio.run(main(a.searchers, a.S, a.T, a.steps, a.prompts_per_step))
