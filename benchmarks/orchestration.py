@@ -15,6 +15,7 @@ The simulated searchers run in the driver's event loop (placement inline): this 
 process or network transport. Prints a table and writes benchmarks/results/orchestration.json.
 
     PYTHONPATH=. python benchmarks/orchestration.py [--searchers 1 3 7 15] [--S 0.1] [--T 0.1] [--steps 60] [--prompts_per_step 16]
+    PYTHONPATH=. python benchmarks/orchestration.py --breakdown   # where the driver's time goes (orchestration_breakdown.json)
 """
 import argparse, asyncio, json, math, statistics, tempfile, time
 from pathlib import Path
@@ -54,6 +55,20 @@ class SleepSearcher(SearcherBase):
         self.pending = self.current = None
 
 
+def breakdown(ms:dict, calls:dict):
+    "Time the driver's per-step work (wraps library methods; for this measurement only)"
+    import tba_kit.loop as L
+    from tba_kit.samplers import MixedSampler, Sample
+    def wrap(cls, name):
+        f = getattr(cls, name)
+        async def timed_async(*a, **k):
+            t = time.perf_counter(); r = await f(*a, **k); ms[name] = ms.get(name, 0.) + 1e3 * (time.perf_counter() - t); calls[name] = calls.get(name, 0) + 1; return r
+        def timed(*a, **k):
+            t = time.perf_counter(); r = f(*a, **k); ms[name] = ms.get(name, 0.) + 1e3 * (time.perf_counter() - t); calls[name] = calls.get(name, 0) + 1; return r
+        setattr(cls, name, timed_async if asyncio.iscoroutinefunction(f) else timed)
+    for cls, name in ((Trainer, 'step'), (L.Run, 'train_step'), (L.Run, 'publish'), (L.Run, 'record'), (MixedSampler, 'sample'), (Sample, 'collate')):
+        wrap(cls, name)
+
 def padded_step(step):
     def timed(self, batch):
         t = time.perf_counter()
@@ -76,27 +91,34 @@ async def measure(mode:str, n:int, steps:int, out:Path) -> dict:
             'step_seconds_median': statistics.median(r['train/step_seconds'] for r in w)}
 
 
-async def main(ns:list, S:float, T:float, steps:int, ppstep:int):
+async def main(ns:list, S:float, T:float, steps:int, ppstep:int, split:bool):
     COST.update(S=S, T=T, ppstep=ppstep)
     ENGINES['sleep'] = SleepSearcher
     Trainer.step = padded_step(Trainer.step)
+    ms, calls = {}, {}
+    if split: breakdown(ms, calls)
     torch.set_num_threads(1)
     rows, tmp = [], Path(tempfile.mkdtemp())
     for n in ns:
+        ms.clear(); calls.clear()
         a = await measure('async', n, steps, tmp / f'a{n}')
+        if split:
+            a['ms_per_call'] = {k: ms[k] / calls[k] for k in ms}
+            print(f"N={n:2d}  async, ms per call: " + ', '.join(f"{k} {v:.2f}" for k, v in a['ms_per_call'].items()), flush=True)
         s = await measure('sync', n, steps, tmp / f's{n}')
         gen = S * math.ceil(ppstep / n) / ppstep  # sync: the largest shard of a batch split over n searchers (S/n when it divides)
         ideal_async, ideal_sync = min(1 / T, n / S), 1 / (gen + T)
         speedup, ideal_speedup = a['steps_per_s'] / s['steps_per_s'], (gen + T) / max(T, S / n)
         rows.append({'searchers': n, 'async_steps_per_s': a['steps_per_s'], 'async_ratio': a['steps_per_s'] / ideal_async,
                      'async_idle': a['idle'], 'sync_steps_per_s': s['steps_per_s'], 'sync_ratio': s['steps_per_s'] / ideal_sync,
-                     'speedup': speedup, 'speedup_ratio': speedup / ideal_speedup, 'ideal_speedup': ideal_speedup})
+                     'speedup': speedup, 'speedup_ratio': speedup / ideal_speedup, 'ideal_speedup': ideal_speedup,
+                     **({'async_ms_per_call': a['ms_per_call']} if split else {})})
         r = rows[-1]
         print(f"N={n:2d}  async {r['async_steps_per_s']:.2f}/s ({r['async_ratio']:.3f} of ideal, idle {r['async_idle']:.1%})  "
               f"sync {r['sync_steps_per_s']:.2f}/s ({r['sync_ratio']:.3f})  speed-up {speedup:.3f} of {ideal_speedup:.3f} "
               f"({r['speedup_ratio']:.3f})", flush=True)
     res = {'S': S, 'T': T, 'steps': steps, 'prompts_per_step': ppstep, 'placement': 'inline (simulated engines)', 'rows': rows}
-    out = Path(__file__).parent / 'results' / 'orchestration.json'
+    out = Path(__file__).parent / 'results' / ('orchestration_breakdown.json' if split else 'orchestration.json')
     out.write_text(json.dumps(res, indent=1))
     print(f"wrote {out}")
 
@@ -108,5 +130,6 @@ if __name__ == '__main__':
     ap.add_argument('--T', type=float, default=0.1, help='seconds of a trainer step')
     ap.add_argument('--steps', type=int, default=60)
     ap.add_argument('--prompts_per_step', type=int, default=16)
+    ap.add_argument('--breakdown', action='store_true', help="also time the driver's work per step (adds a little overhead)")
     a = ap.parse_args()
-    asyncio.run(main(a.searchers, a.S, a.T, a.steps, a.prompts_per_step))
+    asyncio.run(main(a.searchers, a.S, a.T, a.steps, a.prompts_per_step, a.breakdown))
