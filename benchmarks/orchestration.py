@@ -61,10 +61,16 @@ def breakdown(ms:dict, calls:dict):
     from tba_kit.samplers import MixedSampler, Sample
     def wrap(cls, name):
         f = getattr(cls, name)
+        def add(t):
+            ms[name] = ms.get(name, 0.) + 1e3 * (time.perf_counter() - t); calls[name] = calls.get(name, 0) + 1
         async def timed_async(*a, **k):
-            t = time.perf_counter(); r = await f(*a, **k); ms[name] = ms.get(name, 0.) + 1e3 * (time.perf_counter() - t); calls[name] = calls.get(name, 0) + 1; return r
+            t = time.perf_counter()
+            try: return await f(*a, **k)
+            finally: add(t)
         def timed(*a, **k):
-            t = time.perf_counter(); r = f(*a, **k); ms[name] = ms.get(name, 0.) + 1e3 * (time.perf_counter() - t); calls[name] = calls.get(name, 0) + 1; return r
+            t = time.perf_counter()
+            try: return f(*a, **k)
+            finally: add(t)
         setattr(cls, name, timed_async if asyncio.iscoroutinefunction(f) else timed)
     for cls, name in ((Trainer, 'step'), (L.Run, 'train_step'), (L.Run, 'publish'), (L.Run, 'record'), (MixedSampler, 'sample'), (Sample, 'collate')):
         wrap(cls, name)

@@ -104,11 +104,6 @@ def _rows(path:Path) -> list:
         except json.JSONDecodeError: continue
     return out
 
-def _last_row(path:Path) -> dict|None:
-    "The last complete row of a JSONL file (None when there is none)"
-    rows = _rows(path)
-    return rows[-1] if rows else None
-
 def _scalars(row:dict) -> dict:
     "The finite numbers of a metric row, without its step"
     return {k: float(v) for k, v in row.items()
@@ -228,7 +223,7 @@ class RunLog:
     def start(self, resumed:bool=False, sinks:list|None=None):
         "Start the clocks (after a resume: from the last logged row) and the sinks"
         self.t_start, self.eval_seconds = time.perf_counter(), 0.
-        last = _last_row(self.metrics.path) if resumed else None
+        last = (_rows(self.metrics.path) or [None])[-1] if resumed else None
         if last: self.t_start -= last['time/seconds']; self.eval_seconds = last['time/seconds'] - last['time/train_seconds']
         self.metrics.sinks = list(sinks or [])
 

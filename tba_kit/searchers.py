@@ -338,7 +338,7 @@ class SearchResult:
 
 class SearcherBase:
     "A searcher from an engine: subclasses implement `_generate(messages, k) -> (version, [[Completion]] per prompt, load seconds)` and `load_weights`"
-    version, name, reward, reward_timeout = 0, 'searcher', None, None  # reward_timeout: seconds a reward batch may take
+    version, name, reward, reward_timeout, restarts = 0, 'searcher', None, None, 0  # reward_timeout: seconds a reward batch may take
     async def start(self): return self  # engines that need starting (a process, a vLLM engine) override it
 
     async def search(self, prompts:Sequence[Prompt], k:int) -> SearchResult:
@@ -356,7 +356,7 @@ class SearcherBase:
         m = {'search/tokens': tokens, 'search/seconds': gen_s, 'search/tokens_per_s': tokens / max(gen_s, 1e-9),
              'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version}
         if load_s is not None: m['sync/load_seconds'] = load_s
-        if getattr(self, 'restarts', 0): m['search/restarts'] = self.restarts  # of its worker, so far
+        if self.restarts: m['search/restarts'] = self.restarts  # of its worker, so far
         return SearchResult(trajs, m)
 
     def state_dict(self) -> dict: return {}  # what a checkpoint keeps of a searcher (its position in a random stream)

@@ -102,7 +102,7 @@ def reward(prompts, completions, **kw):
     how, _, after = os.environ.get('TBA_FAULT', 'ok').partition(':')
     n = next(calls)
     if how == 'slow': time.sleep(0.2)
-    if how != 'ok' and n > int(after or 0):
+    if how in ('raise', 'none', 'hang') and n > int(after or 0):
         if how == 'raise': raise RuntimeError('scorer backend down')
         if how == 'none': return [None] * len(completions)
         if how == 'hang' and n % 3 == 0: threading.Event().wait()
