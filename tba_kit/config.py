@@ -56,7 +56,7 @@ class SearchFields(ModelFields):
     # searchers
     mode:str = 'async'  # 'async' (TBA) or 'sync' (generate, then train: the on-policy baseline)
     engine:str = 'hf'  # what generates: 'hf' (transformers generate), 'vllm' (vLLM engines), or 'module:Name' (Name(config, task, policy, tokenizer, i))
-    placement:str = 'auto'  # where each searcher runs: 'process' (a worker process), 'inline' (this process); auto: process for hf, inline for vllm (its engine has its own process)
+    placement:str = 'auto'  # where each searcher runs: 'process' (a worker process), 'inline' (this process), 'ray' (a Ray actor on any node); auto: process for hf, inline for vllm (its engine has its own process)
     searchers:int = 1  # number of searchers
     searcher_restarts:int = 3  # times a searcher process that died or hung is replaced with a new one (then the run stops)
     searcher_threads:int = 1  # torch threads of each searcher process
@@ -73,6 +73,12 @@ class SearchFields(ModelFields):
     vllm_enforce_eager:bool = True  # no compilation / graph capture
     vllm_cpu_threads:str|None = None  # CPU: cores for the engines' threads, e.g. '0'; per searcher with '|': '0|1'
     vllm_engine_kw:dict = field(default_factory=dict)  # more vLLM engine arguments
+    # Ray cluster (placement: ray)
+    ray_address:str|None = None  # cluster to join: 'auto' (the one `ray start` runs on this machine), 'host:port', or null (start a local one)
+    searcher_cpus:float = 1.0  # CPUs each searcher actor reserves
+    searcher_gpus:float = 0.0  # GPUs each searcher actor reserves (fractions share a GPU)
+    searcher_resources:dict = field(default_factory=dict)  # custom resources each searcher reserves, e.g. {searcher_node: 1} puts searchers on nodes started with --resources='{"searcher_node": 8}'
+    max_searchers:int|None = None  # add searchers while the cluster has room for one, up to this many (nodes added mid-run join); null: `searchers`
 
 # %% ../nbs/09_config.ipynb #982fddeb
 @dataclass
@@ -126,7 +132,7 @@ def validate(self:Config):
     _need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
     from tba_kit.searchers import ENGINES
     if self.placement == 'auto': self.placement = 'inline' if self.engine == 'vllm' else 'process'
-    _need(self.placement in ('process', 'inline'), 'placement', f"must be 'process', 'inline' or 'auto', got {self.placement!r}")
+    _need(self.placement in ('process', 'inline', 'ray'), 'placement', f"must be 'process', 'inline', 'ray' or 'auto', got {self.placement!r}")
     try: ENGINES.get(self.engine)
     except ValueError as e: raise ValueError(f"config field 'engine': {e}") from None
     if self.engine == 'vllm':
@@ -173,6 +179,13 @@ def check_ranges(self:Config):
     if self.lr_schedule != 'constant':
         _need(self.lr_schedule in (names := _schedule_names()), 'lr_schedule', f"unknown learning-rate schedule {self.lr_schedule!r}: use one of {names}")
     _need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
+    if self.placement == 'ray':
+        _need(self.engine == 'hf', 'engine', f"placement 'ray' runs transformers searchers (engine 'hf') as actors, got {self.engine!r}; vLLM: placement 'inline'")
+        for name in ('searcher_cpus', 'searcher_gpus'): _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
+        _need(all(isinstance(v, (int, float)) and v >= 0 for v in self.searcher_resources.values()), 'searcher_resources',
+              f"maps resource names to amounts >= 0, got {self.searcher_resources!r}")
+        _need(self.max_searchers is None or self.max_searchers >= self.searchers, 'max_searchers',
+              f"must be >= searchers ({self.searchers}) or null, got {self.max_searchers}")
     _need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
     _need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
     _need(self.buffer_capacity >= self.k, 'buffer_capacity', f"must hold at least k = {self.k} completions per prompt, got {self.buffer_capacity}")

@@ -22,14 +22,16 @@ from .metrics import diversity_metrics
 from .models import load_model, require, tiny_model
 from .objectives import OBJECTIVES
 from .samplers import SAMPLERS, StalenessCap
-from .searchers import ENGINES, FileChannel, ShmChannel, _plain, evaluate as evaluate_policy
+from .searchers import ENGINES, FileChannel, SearcherError, ShmChannel, _plain, evaluate as evaluate_policy
+from .ray_searcher import RayChannel, has_room, import_ray, ray_searcher
 from .tasks import RewardError, make_task
 from .trainer import BetaSchedule, Trainer
 from .vllm_searcher import import_vllm
 
 # %% auto #0
-__all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'PromptStream', 'MetricsLog',
-           'TensorBoardSink', 'WandbSink', 'RewardGuard', 'Status', 'RunLog', 'WeightSync', 'RunSummary', 'Run', 'run']
+__all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'make_searcher', 'PromptStream',
+           'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'Status', 'RunLog', 'WeightSync', 'RunSummary',
+           'Run', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -54,9 +56,13 @@ def make_policy(cfg:Config):
 
 def make_searchers(cfg:Config, task, policy, tokenizer) -> list:
     "`cfg.searchers` searchers of `cfg.engine` (see `searchers.ENGINES`), placed as `cfg.placement` says"
-    searchers = [ENGINES.get(cfg.engine)(cfg, task, policy, tokenizer, i) for i in range(cfg.searchers)]
-    for s in searchers: s.reward_timeout = cfg.reward_timeout
-    return searchers
+    return [make_searcher(cfg, task, policy, tokenizer, i) for i in range(cfg.searchers)]
+
+def make_searcher(cfg:Config, task, policy, tokenizer, i:int):
+    "Searcher `i`: a Ray actor with placement 'ray' (engine 'hf'), else the engine's factory decides"
+    s = (ray_searcher if cfg.placement == 'ray' else ENGINES.get(cfg.engine))(cfg, task, policy, tokenizer, i)
+    s.reward_timeout = cfg.reward_timeout
+    return s
 
 # %% ../nbs/10_loop.ipynb #14a2be7c
 class PromptStream:
@@ -258,14 +264,22 @@ class RunLog:
 class WeightSync:
     "Publishes the trainer's weights to every searcher through a weight channel"
     def __init__(self, searchers:list, cfg:Config):
-        self.searchers, self.channel = searchers, FileChannel() if cfg.engine == 'vllm' else ShmChannel()  # vLLM reloads safetensors folders
+        self.searchers, self.newest = searchers, {}  # role -> (handle, reset_ref) of the newest snapshot: what a searcher joining gets
+        self.channel = RayChannel(cfg.ray_address) if cfg.placement == 'ray' else FileChannel() if cfg.engine == 'vllm' else ShmChannel()  # vLLM reloads safetensors
         self.dtype = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
 
     async def publish(self, model, version:int, role:str='policy', reset_ref:bool=False):
         "Snapshot `model` as `version` and hand it to every searcher (installed before its next search)"
         handle = await asyncio.to_thread(self.channel.publish, model, version, role, self.dtype)
+        self.newest[role] = (handle, reset_ref)
         for s in self.searchers: await s.load_weights(handle, reset_ref)
         return handle
+
+    async def join(self, searcher):
+        "Add a searcher mid-run: it installs the newest reference (after a reset) and policy before its first search"
+        for role in ('reference', 'policy'):
+            if role in self.newest: await searcher.load_weights(*self.newest[role])
+        self.searchers.append(searcher)
 
     def close(self): self.channel.close()
 
@@ -297,6 +311,7 @@ class Run:
         self.cfg, self.progress = cfg, progress
         self.status = Status(None if progress else lambda line: None)  # progress=False: quiet; 'lines': phases, no bar
         if cfg.engine == 'vllm': import_vllm()  # says what to install before any model loads
+        if cfg.placement == 'ray': import_ray()
         for name in cfg.log_with: require(*SINKS[name].needs)
         if cfg.device.startswith('cuda') and not torch.cuda.is_available():
             raise RuntimeError(f"config field 'device': {cfg.device!r} is not available here (torch.cuda.is_available() is False); use device: cpu")
@@ -477,6 +492,7 @@ async def train_async(self:Run, bar):
     cfg, data, paused = self.cfg, asyncio.Event(), asyncio.Event()
     paused.set()
     tasks = [asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}") for s in self.searchers]
+    if cfg.placement == 'ray' and (cfg.max_searchers or 0) > len(self.searchers): tasks.append(asyncio.create_task(self.grow(tasks, data, paused)))
     try:
         t, new = time.perf_counter(), True
         while len(self.buffer) < cfg.prefill or not self.buffer.prompts():
@@ -497,6 +513,21 @@ async def train_async(self:Run, bar):
         self.stopping = True  # also ends a searcher loop whose cancellation was lost
         for tk in tasks: tk.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+@patch
+async def grow(self:Run, tasks:list, data, paused, poll:float=2.):
+    "Placement 'ray': start searchers while the cluster has room for one, up to `max_searchers` (a node added mid-run gets one)"
+    cfg = self.cfg
+    while not self.stopping and len(self.searchers) < cfg.max_searchers:
+        await asyncio.sleep(poll)
+        if not has_room(cfg.searcher_cpus, cfg.searcher_gpus, cfg.searcher_resources): continue
+        s = make_searcher(cfg, self.task, self.model, self.tok, len(self.searchers))
+        try: await s.start()
+        except SearcherError as e: _stderr(f"a new searcher did not start ({e}); trying again later"); continue
+        await self.weights.join(s)
+        tasks.append(asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}"))
+        _stderr(f"searcher {s.name} joined on {s.where['host']} (node {s.where['node'][:8]}): {len(self.searchers)} searchers")
+    await asyncio.Event().wait()  # done growing: stays pending, so that waiting for data never wakes for it
 
 @patch
 async def _wait_data(self:Run, data, tasks, t0, what):

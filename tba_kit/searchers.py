@@ -13,6 +13,8 @@ import multiprocessing as mp
 from pathlib import Path
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
+import numpy as np
+
 from fastcore.basics import patch
 
 import torch
@@ -26,9 +28,10 @@ _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
 
 # %% auto #0
 __all__ = ['ENGINES', 'Searcher', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state',
-           'ShmHandle', 'ShmChannel', 'generate_completions', 'Completion', 'SearchResult', 'SearcherBase',
-           'HFSearcher', 'SearcherError', 'SearcherLost', 'ProcessSearcher', 'evaluate', 'kl_to_reference',
-           'hf_searcher']
+           'ShmHandle', 'flat_layout', 'fill_flat', 'ShmChannel', 'generate_completions', 'Completion', 'Rollouts',
+           'pack_group', 'unpack_group', 'SearchResult', 'SearcherBase', 'HFSearcher', 'worker_generator',
+           'SearcherError', 'SearcherLost', 'ProcessSearcher', 'evaluate', 'kl_to_reference', 'hf_searcher',
+           'worker_kwargs']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -175,6 +178,25 @@ def _view(buf, dtype, shape, offset):
     n = dtype.itemsize * int(torch.Size(shape).numel())
     return buf[offset:offset + n].view(dtype).view(shape)
 
+def _flat_source(model) -> dict:
+    "The tensors to publish, without copies (a LoRA model's: merged)"
+    peft = hasattr(model, 'merge_adapter') and hasattr(model, 'get_base_model')
+    return policy_state(model) if peft else {n: p.detach() for n, p in model.named_parameters()}
+
+def flat_layout(state:dict, dtype:torch.dtype|None) -> tuple:
+    "(layout, bytes) of `state` packed in one buffer in `dtype`: (name, dtype name, shape, byte offset) per tensor, 64-byte aligned"
+    layout, off = [], 0
+    for n, t in state.items():
+        dt = dtype or t.dtype
+        layout.append((n, str(dt).removeprefix('torch.'), tuple(t.shape), off))
+        off += -(-t.numel() * dt.itemsize // 64) * 64
+    return tuple(layout), off
+
+def fill_flat(buf:torch.Tensor, layout:tuple, state:dict):
+    "Write `state`'s tensors into the uint8 buffer `buf` at their places in `layout`"
+    with torch.no_grad():
+        for (n, dt, shape, o), t in zip(layout, state.values()): _view(buf, getattr(torch, dt), shape, o).copy_(t)
+
 class ShmChannel(WeightChannel):
     "Snapshots as flat buffers on /dev/shm, written in place in the searchers' dtype; released buffers are reused"
     def __init__(self, root:str|None=None):  # folder of the buffers (default: a new folder on /dev/shm when available)
@@ -182,17 +204,11 @@ class ShmChannel(WeightChannel):
         self.dir, self._free, self._maps, self._serial = _ram_dir(root), [], {}, itertools.count(1)
 
     def _write(self, model, version, role, dtype):
-        peft = hasattr(model, 'merge_adapter') and hasattr(model, 'get_base_model')
-        state = policy_state(model) if peft else {n: p.detach() for n, p in model.named_parameters()}  # LoRA: merged
-        layout, off = [], 0
-        for n, t in state.items():
-            dt = dtype or t.dtype
-            layout.append((n, str(dt).removeprefix('torch.'), tuple(t.shape), off))
-            off += -(-t.numel() * dt.itemsize // 64) * 64  # 64-byte aligned
-        path, buf = self._buffer(off)
-        with torch.no_grad():
-            for (n, dt, shape, o), t in zip(layout, state.values()): _view(buf, getattr(torch, dt), shape, o).copy_(t)
-        return ShmHandle(path, version, role, self, tuple(layout), off, next(self._serial))
+        state = _flat_source(model)
+        layout, nbytes = flat_layout(state, dtype)
+        path, buf = self._buffer(nbytes)
+        fill_flat(buf, layout, state)
+        return ShmHandle(path, version, role, self, layout, nbytes, next(self._serial))
 
     def _buffer(self, nbytes:int) -> tuple:
         "(path, mapped bytes) of a free buffer of this size, or of a new one"
@@ -321,11 +337,34 @@ class _Pending:
 # %% ../nbs/07_searchers.ipynb #4101ba9c
 class Completion(NamedTuple):
     "One generated completion, before scoring (what an engine returns)"
-    ids:object  # [T] completion token ids (a tensor; numpy across a process boundary)
+    ids:object  # [T] completion token ids (a tensor)
     logprobs:object  # [T] behaviour log-probs of its tokens
     ref_logprob:float|None  # log pi_ref of the whole completion (None: the trainer computes it)
     text:str
     prompt_ids:list
+
+class Rollouts(NamedTuple):
+    "One prompt's completions as flat arrays: what crosses a process or node boundary (a few arrays per prompt, no object per completion)"
+    prompt_ids:np.ndarray  # [P] int32
+    ids:np.ndarray  # [sum of T] int32: the completions one after another
+    lens:np.ndarray  # [K] int32: their lengths
+    logprobs:np.ndarray  # [sum of T] float32: behaviour log-probs
+    ref_logprobs:np.ndarray|None  # [K] float64: log pi_ref of each completion (None: the trainer computes them)
+    texts:list  # [K] decoded completions
+
+def pack_group(group:list) -> Rollouts:
+    "A prompt's `Completion`s as one `Rollouts` record"
+    cat = lambda xs, dt: np.concatenate([np.asarray(x, dt) for x in xs]) if xs else np.zeros(0, dt)
+    refs = None if group[0].ref_logprob is None else np.array([c.ref_logprob for c in group], np.float64)
+    return Rollouts(np.asarray(group[0].prompt_ids, np.int32), cat([c.ids for c in group], np.int32),
+                    np.array([len(c.ids) for c in group], np.int32), cat([c.logprobs for c in group], np.float32), refs, [c.text for c in group])
+
+def unpack_group(r:Rollouts) -> list:
+    "The `Completion`s of a record (token ids as int64 tensors)"
+    ends = np.cumsum(r.lens).tolist()
+    ids, lps, pids = torch.tensor(r.ids, dtype=torch.long), torch.tensor(r.logprobs), r.prompt_ids.tolist()  # copies: the arrays may be read-only views of a received buffer
+    return [Completion(ids[e - n:e], lps[e - n:e], None if r.ref_logprobs is None else float(r.ref_logprobs[i]), r.texts[i], pids)
+            for i, (n, e) in enumerate(zip(r.lens.tolist(), ends))]
 
 @dataclass(eq=False)
 class SearchResult:
@@ -427,21 +466,32 @@ class HFSearcher(SearcherBase):
     def __repr__(self): return f"HFSearcher({self.name!r}, version={self.version}, {self._gen.gen})"
 
 # %% ../nbs/07_searchers.ipynb #37e239a1
+def worker_generator(spec:dict) -> _Generator:
+    "The generator of a searcher worker (a process, a Ray actor) from its spec: threads, niceness and seed set, model loaded"
+    torch.set_num_threads(spec['threads'])
+    if spec.get('nice'): os.nice(spec['nice'])  # a lower CPU priority: the trainer gets the cores first
+    if spec.get('seed') is not None: torch.manual_seed(spec['seed'])
+    if spec.get('tiny') is not None:
+        from tba_kit.models import tiny_model
+        model, tok = tiny_model(**spec['tiny'])
+    else: model, tok = load_model(spec['model'], dtype=spec['dtype'])
+    return _Generator(model, tok, 'copy' if spec['ref'] else None, spec['gen'])
+
+@patch
+def run_packed(self:_Generator, prompts, k, loads, seed:int|None=None):
+    "`run` seeded per search (a restarted or resumed worker samples as the lost one would have), as (version, [Rollouts], load seconds)"
+    if seed is not None: torch.manual_seed(seed)
+    version, groups, load_s = self.run(prompts, k, loads)
+    return version, [pack_group(g) for g in groups], load_s
+
 def _worker_main(conn, spec:dict):
     "Entry point of a searcher process: load the model, then serve requests until 'close' or the parent goes away"
     try:
         import ctypes, signal
         ctypes.CDLL('libc.so.6').prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: die with the parent
     except Exception: pass
-    torch.set_num_threads(spec['threads'])
-    if spec.get('nice'): os.nice(spec['nice'])  # a lower CPU priority: the trainer gets the cores first
-    if spec.get('seed') is not None: torch.manual_seed(spec['seed'])
     try:
-        if spec.get('tiny') is not None:
-            from tba_kit.models import tiny_model
-            model, tok = tiny_model(**spec['tiny'])
-        else: model, tok = load_model(spec['model'], dtype=spec['dtype'])
-        gen = _Generator(model, tok, 'copy' if spec['ref'] else None, spec['gen'])
+        gen = worker_generator(spec)
         conn.send(('ready', os.getpid()))
     except Exception as e:
         conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc())); return
@@ -451,10 +501,7 @@ def _worker_main(conn, spec:dict):
         if msg[0] == 'close': conn.send(('closed',)); return
         try:
             _, prompts, k, loads, seed = msg
-            if seed is not None: torch.manual_seed(seed)  # per search: a restarted or resumed worker samples as the lost one would have
-            version, groups, load_s = gen.run(prompts, k, loads)
-            groups = [[c._replace(ids=c.ids.numpy(), logprobs=c.logprobs.numpy()) for c in g] for g in groups]
-            conn.send(('ok', (version, groups, load_s)))
+            conn.send(('ok', gen.run_packed(prompts, k, loads, seed)))
         except Exception as e:
             conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc()))
 
@@ -536,19 +583,23 @@ async def _generate(self:ProcessSearcher, prompts, k):
 
 @patch
 async def _search(self:ProcessSearcher, prompts, k):
-    if self.proc is None: await self.start()
+    await self.start()  # (again, after a restart)
     self.searches += 1
     seed = None if self.spec['seed'] is None else self.spec['seed'] * 1_000_003 + self.searches
     async with self._lock:
-        try:
-            self.conn.send(('search', prompts, k, self._pending.take(), seed))
-            msg = await self._recv(self.timeout, 'search')
-        except (BrokenPipeError, ConnectionResetError) as e: raise SearcherLost(f"searcher {self.name!r} process went away before a search") from e
+        try: version, groups, load_s = await self._ask(prompts, k, self._pending.take(), seed)
         finally: self._pending.done()
-    if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
-    version, groups, load_s = msg[1]
     self.version = version
-    return version, [[c._replace(ids=torch.from_numpy(c.ids), logprobs=torch.from_numpy(c.logprobs)) for c in g] for g in groups], load_s
+    return version, [unpack_group(r) for r in groups], load_s
+
+@patch
+async def _ask(self:ProcessSearcher, prompts, k, loads, seed):
+    "The worker's (version, [Rollouts], load seconds) for one search"
+    try: self.conn.send(('search', prompts, k, loads, seed))
+    except (BrokenPipeError, ConnectionResetError) as e: raise SearcherLost(f"searcher {self.name!r} process went away before a search") from e
+    msg = await self._recv(self.timeout, 'search')
+    if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
+    return msg[1]
 
 @patch
 async def load_weights(self:ProcessSearcher, handle:WeightHandle, reset_ref:bool=False): self._pending.add(handle, reset_ref)
@@ -628,9 +679,13 @@ def hf_searcher(cfg, task, policy, tokenizer, i:int):
     if cfg.placement == 'inline':
         dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
         return HFSearcher(copy.deepcopy(_plain(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if ref else None, name=f'hf{i}', **gen)
-    return ProcessSearcher(cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=ref, threads=cfg.searcher_threads, nice=cfg.searcher_nice,
-                           seed=cfg.seed + 1000 * (i + 1), name=f'proc{i}', timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
-                           tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, **gen)
+    return ProcessSearcher(**worker_kwargs(cfg, task, i), name=f'proc{i}')
+
+def worker_kwargs(cfg, task, i:int) -> dict:
+    "Arguments of `ProcessSearcher` (and of the Ray searcher, which extends it) for searcher `i` of a run"
+    return dict(model=cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', threads=cfg.searcher_threads,
+                nice=cfg.searcher_nice, seed=cfg.seed + 1000 * (i + 1), timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
+                tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
 
 ENGINES = Registry('engine')  # name -> factory(config, task, policy, tokenizer, i) -> Searcher
 ENGINES['hf'], ENGINES['vllm'] = hf_searcher, 'tba_kit.vllm_searcher:vllm_searcher'
