@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/ray.html.md"""
 
 # %% ../nbs/07d_ray.ipynb #0c6ccbc2
 from __future__ import annotations
-import asyncio, importlib, itertools, os, socket, warnings
+import asyncio, importlib, itertools, os, socket, threading, time, warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,15 +60,17 @@ class RayChannel(WeightChannel):
     "Snapshots as single objects in Ray's object store (one `ray.put` each); the store frees one when its last handle goes"
     def __init__(self, address:str|None=None):
         super().__init__()
-        self.ray, self._serial = connect(address), itertools.count(1)
+        self.ray, self._serial, self._buf, self._packing = connect(address), itertools.count(1), np.empty(0, np.uint8), threading.Lock()
 
     def _write(self, model, version, role, dtype):
         state = _flat_source(model)
         layout, nbytes = flat_layout(state, dtype)
-        buf = np.empty(nbytes, np.uint8)
-        fill_flat(torch.from_numpy(buf), layout, state)
+        with self._packing:  # one packing buffer, reused (`ray.put` copies it into the store): no fresh pages to fault in per sync
+            if self._buf.nbytes != nbytes: self._buf = np.empty(nbytes, np.uint8)
+            fill_flat(torch.from_numpy(self._buf), layout, state)
+            ref = self.ray.put(self._buf)
         serial = next(self._serial)
-        return RayHandle(f"ray:{role}:{serial}", version, role, self, layout, nbytes, serial, self.ray.put(buf))
+        return RayHandle(f"ray:{role}:{serial}", version, role, self, layout, nbytes, serial, ref)
 
     def _drop(self, h): pass  # the object goes when the last handle (here or in an actor) is gone
 
@@ -78,6 +80,10 @@ class SearchActor:
     def __init__(self, spec:dict): self.gen = worker_generator(spec)
     def where(self) -> dict: return dict(node=import_ray().get_runtime_context().get_node_id(), pid=os.getpid(), host=socket.gethostname())
     def search(self, prompts, k, loads, seed): return self.gen.run_packed(prompts, k, loads, seed)
+    def prefetch(self, handles:list) -> float:  # runs beside a search (the actor has two threads): the transfer overlaps generation
+        t = time.perf_counter()
+        import_ray().wait([h.ref for h in handles], num_returns=len(handles), fetch_local=True, timeout=600)
+        return time.perf_counter() - t  # seconds to bring the snapshot to this node
 
 class RaySearcher(ProcessSearcher):
     "A transformers searcher as a Ray actor on a node with room for it; start it with `await searcher.start()`"
@@ -88,8 +94,9 @@ class RaySearcher(ProcessSearcher):
                  address:str|None=None,  # cluster to join if this process is not connected yet (see `connect`)
                  **kw):  # `ProcessSearcher`'s arguments
         super().__init__(*args, **kw)
-        self.options = dict(num_cpus=cpus, num_gpus=gpus, resources=dict(resources or {}), max_restarts=0)
+        self.options = dict(num_cpus=cpus, num_gpus=gpus, resources=dict(resources or {}), max_restarts=0, max_concurrency=2)
         self.address, self.actor, self.where, self.nodes = address, None, {}, []  # where it runs now; every node it ran on
+        self._prefetch = None  # the latest prefetch call
 
     def __repr__(self):
         state = 'stopped' if self.actor is None else f"node {self.where.get('node', '?')[:8]}, pid {self.where.get('pid')}"
@@ -123,6 +130,12 @@ async def start(self:RaySearcher):
     except BaseException: await self.aclose(); raise
     self.nodes.append(self.where['node'])
     return self
+
+@patch
+async def load_weights(self:RaySearcher, handle:WeightHandle, reset_ref:bool=False):
+    "Install `handle` before the next search; its node starts fetching it now, while the actor may still be searching"
+    self._pending.add(handle, reset_ref)
+    if self.actor is not None: self._prefetch = self.actor.prefetch.remote([handle])  # kept: an error of a lost actor surfaces in search
 
 @patch
 async def _ask(self:RaySearcher, prompts, k, loads, seed):
