@@ -11,19 +11,23 @@ channel (every step publishes the tiny model through shared memory). For N searc
   batch of P prompts is split over N searchers (S/N when N divides P);
 - the async / sync speed-up over its ideal (G + T) / max(T, S/N).
 
-The simulated searchers run in the driver's event loop (placement inline): this measures the orchestration, not
-process or network transport. Prints a table and writes benchmarks/results/orchestration.json.
+`--placement` says where the simulated searchers run: `inline` (in the driver's event loop: the orchestration alone),
+`process` (each a searcher process: real pipes, compact records, weights through shared memory), `ray` (each a Ray
+actor on a cluster of `--nodes` nodes started on this machine: real actor calls, weights through the object store).
+In processes and actors the simulated engine (`benchmarks/sim_engine.py`) installs every published snapshot for real.
+Prints a table and writes benchmarks/results/orchestration.json (one entry per placement).
 
-    PYTHONPATH=. python benchmarks/orchestration.py [--searchers 1 3 7 15] [--S 0.1] [--T 0.1] [--steps 60] [--prompts_per_step 16]
+    PYTHONPATH=. python benchmarks/orchestration.py [--placement inline process ray] [--searchers 1 3 7 15] [--S 0.1] [--T 0.1] [--steps 60] [--prompts_per_step 16] [--nodes 4]
     PYTHONPATH=. python benchmarks/orchestration.py --breakdown   # where the driver's time goes (orchestration_breakdown.json)
 """
-import argparse, asyncio, json, math, statistics, tempfile, time
+import argparse, asyncio, json, math, os, statistics, tempfile, time
 from pathlib import Path
 
 import torch
 
+import tba_kit.loop as L
 from tba_kit.loop import run
-from tba_kit.searchers import ENGINES, Completion, SearcherBase
+from tba_kit.searchers import ENGINES, Completion, ProcessSearcher, SearcherBase
 from tba_kit.tasks import PromptTask
 from tba_kit.trainer import Trainer
 
@@ -84,10 +88,30 @@ def padded_step(step):
     return timed
 
 
-async def measure(mode:str, n:int, steps:int, out:Path) -> dict:
+SIM = 'benchmarks.sim_engine:SleepGenerator'
+
+def sim_process(cfg, task, policy, tokenizer, i:int):
+    return ProcessSearcher('tiny', reward=task.reward, generator=SIM, name=f'proc{i}', max_new_tokens=4)
+
+def sim_actor(cfg, task, policy, tokenizer, i:int):
+    from tba_kit.ray_searcher import RaySearcher
+    return RaySearcher('tiny', reward=task.reward, generator=SIM, name=f'ray{i}', cpus=cfg.searcher_cpus, max_new_tokens=4)
+
+def ray_cluster(nodes:int, slots:int):
+    "`nodes` nodes with `slots` CPUs each (a searcher takes one) and a head without CPUs for the driver"
+    import ray
+    from ray.cluster_utils import Cluster
+    c = Cluster(initialize_head=True, head_node_args=dict(num_cpus=0, object_store_memory=200 * 2**20))
+    for _ in range(nodes): c.add_node(num_cpus=slots, object_store_memory=100 * 2**20)
+    c.wait_for_nodes(); ray.init(address=c.address)
+    return c
+
+
+async def measure(mode:str, n:int, steps:int, out:Path, placement:str) -> dict:
     task = PromptTask([f'Say word {i}' for i in range(64)], lambda prompts, completions, **kw: [0.5] * len(completions), name='sim')
     pp = COST['ppstep']
-    await run(model='tiny', task=task, engine='sleep', placement='inline', searchers=n, mode=mode, steps=steps, k=4,
+    engine = {'inline': 'sleep', 'process': 'sleepproc', 'ray': 'hf'}[placement]  # ray: the searchers come from sim_actor
+    await run(model='tiny', task=task, engine=engine, placement=placement, searchers=n, mode=mode, steps=steps, k=4,
               prompts_per_step=pp, search_prompts=pp, prefill=4 * pp, precision='fp32', searcher_dtype='float32', eval=False,
               out_dir=str(out), progress=False)
     rows = [json.loads(l) for l in open(out / 'metrics.jsonl') if 'train/step' in l]
@@ -97,21 +121,38 @@ async def measure(mode:str, n:int, steps:int, out:Path) -> dict:
             'step_seconds_median': statistics.median(r['train/step_seconds'] for r in w)}
 
 
-async def main(ns:list, S:float, T:float, steps:int, ppstep:int, split:bool):
+async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int, split:bool, nodes:int):
     COST.update(S=S, T=T, ppstep=ppstep)
-    ENGINES['sleep'] = SleepSearcher
+    os.environ.update(TBA_SIM_S=str(S), TBA_SIM_P=str(ppstep))  # for the simulated engines in workers
+    os.environ['PYTHONPATH'] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get('PYTHONPATH', '')])
+    ENGINES['sleep'], ENGINES['sleepproc'], L.ray_searcher = SleepSearcher, sim_process, sim_actor
     Trainer.step = padded_step(Trainer.step)
     ms, calls = {}, {}
     if split: breakdown(ms, calls)
     torch.set_num_threads(1)
+    name = 'orchestration_breakdown.json' if split else 'orchestration.json'
+    out = Path(__file__).parent / 'results' / name
+    res = {'S': S, 'T': T, 'steps': steps, 'prompts_per_step': ppstep, 'placements': {}}
+    for placement in placements:
+        cluster = ray_cluster(nodes, math.ceil(max(ns) / nodes)) if placement == 'ray' else None
+        print(f"placement {placement}" + (f" ({nodes} Ray nodes)" if cluster else ''), flush=True)
+        res['placements'][placement] = await measure_all(placement, ns, S, T, steps, ppstep, split, ms, calls)
+        if cluster is not None:
+            import ray; ray.shutdown(); cluster.shutdown()
+            res['nodes'] = nodes
+        out.write_text(json.dumps(res, indent=1))
+    print(f"wrote {out}")
+
+
+async def measure_all(placement, ns, S, T, steps, ppstep, split, ms, calls) -> list:
     rows, tmp = [], Path(tempfile.mkdtemp())
     for n in ns:
         ms.clear(); calls.clear()
-        a = await measure('async', n, steps, tmp / f'a{n}')
+        a = await measure('async', n, steps, tmp / f'a{n}', placement)
         if split:
             a['ms_per_call'] = {k: ms[k] / calls[k] for k in ms}
             print(f"N={n:2d}  async, ms per call: " + ', '.join(f"{k} {v:.2f}" for k, v in a['ms_per_call'].items()), flush=True)
-        s = await measure('sync', n, steps, tmp / f's{n}')
+        s = await measure('sync', n, steps, tmp / f's{n}', placement)
         gen = S * math.ceil(ppstep / n) / ppstep  # sync: the largest shard of a batch split over n searchers (S/n when it divides)
         ideal_async, ideal_sync = min(1 / T, n / S), 1 / (gen + T)
         speedup, ideal_speedup = a['steps_per_s'] / s['steps_per_s'], (gen + T) / max(T, S / n)
@@ -123,14 +164,13 @@ async def main(ns:list, S:float, T:float, steps:int, ppstep:int, split:bool):
         print(f"N={n:2d}  async {r['async_steps_per_s']:.2f}/s ({r['async_ratio']:.3f} of ideal, idle {r['async_idle']:.1%})  "
               f"sync {r['sync_steps_per_s']:.2f}/s ({r['sync_ratio']:.3f})  speed-up {speedup:.3f} of {ideal_speedup:.3f} "
               f"({r['speedup_ratio']:.3f})", flush=True)
-    res = {'S': S, 'T': T, 'steps': steps, 'prompts_per_step': ppstep, 'placement': 'inline (simulated engines)', 'rows': rows}
-    out = Path(__file__).parent / 'results' / ('orchestration_breakdown.json' if split else 'orchestration.json')
-    out.write_text(json.dumps(res, indent=1))
-    print(f"wrote {out}")
+    return rows
 
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser()
+    ap.add_argument('--placement', nargs='+', default=['inline', 'process', 'ray'], choices=['inline', 'process', 'ray'])
+    ap.add_argument('--nodes', type=int, default=4, help='Ray nodes (placement ray)')
     ap.add_argument('--searchers', type=int, nargs='+', default=[1, 3, 7, 15])
     ap.add_argument('--S', type=float, default=0.1, help='seconds a searcher takes for a batch of prompts_per_step prompts')
     ap.add_argument('--T', type=float, default=0.1, help='seconds of a trainer step')
@@ -138,4 +178,4 @@ if __name__ == '__main__':
     ap.add_argument('--prompts_per_step', type=int, default=16)
     ap.add_argument('--breakdown', action='store_true', help="also time the driver's work per step (adds a little overhead)")
     a = ap.parse_args()
-    asyncio.run(main(a.searchers, a.S, a.T, a.steps, a.prompts_per_step, a.breakdown))
+    asyncio.run(main(a.placement, a.searchers, a.S, a.T, a.steps, a.prompts_per_step, a.breakdown, a.nodes))

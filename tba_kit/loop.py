@@ -268,11 +268,19 @@ class WeightSync:
         self.channel = RayChannel(cfg.ray_address) if cfg.placement == 'ray' else FileChannel() if cfg.engine == 'vllm' else ShmChannel()  # vLLM reloads safetensors
         self.dtype = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
 
-    async def publish(self, model, version:int, role:str='policy', reset_ref:bool=False):
-        "Snapshot `model` as `version` and hand it to every searcher (installed before its next search)"
-        handle = await asyncio.to_thread(self.channel.publish, model, version, role, self.dtype)
-        self.newest[role] = (handle, reset_ref)
+    def snapshot(self, model, version:int, role:str='policy'):
+        "Write `model`'s weights into the channel as `version` (blocking: call it from a worker thread); returns the handle"
+        return self.channel.publish(model, version, role, self.dtype)
+
+    async def hand_out(self, handle, reset_ref:bool=False):
+        "Give a snapshot to every searcher (installed before its next search)"
+        self.newest[handle.role] = (handle, reset_ref)
         for s in self.searchers: await s.load_weights(handle, reset_ref)
+
+    async def publish(self, model, version:int, role:str='policy', reset_ref:bool=False):
+        "Snapshot `model` as `version` and hand it to every searcher"
+        handle = await asyncio.to_thread(self.snapshot, model, version, role)
+        await self.hand_out(handle, reset_ref)
         return handle
 
     async def join(self, searcher):
@@ -458,17 +466,30 @@ def diversity(self:Run, start:bool=True) -> dict:
 
 # %% ../nbs/10_loop.ipynb #517b5c27
 @patch
+def _step(self:Run, batch, sync:bool):
+    "The trainer's step and, when its weights go out, their snapshot, in one call of a worker thread: (metrics, (handle, start) or None)"
+    m = self.trainer.step(batch)
+    if not sync: return m, None
+    t = time.perf_counter()
+    return m, (self.weights.snapshot(self.model, self.trainer.version), t)
+
+@patch
 async def train_step(self:Run, batch, sample_stats:dict, wait:float, bar, paused=None):
     cfg, t = self.cfg, time.perf_counter()
-    step = asyncio.ensure_future(asyncio.to_thread(self.trainer.step, batch))
-    try: m = await asyncio.shield(step)
+    sync = cfg.mode == 'async' and (self.trainer.step_count + 1) % cfg.sync_every == 0  # sync mode publishes before each step
+    step = asyncio.ensure_future(asyncio.to_thread(self._step, batch, sync))
+    try: m, snap = await asyncio.shield(step)
     except asyncio.CancelledError:  # interrupted: the step in flight finishes, so that the checkpoint holds it
-        self.record({**await step, **sample_stats}, bar); raise
+        self.record({**(await step)[0], **sample_stats}, bar); raise
     self.log.span('trainer', 'train', t, step=self.trainer.step_count)
     m.update(sample_stats); m['train/wait_seconds'] = wait
-    if 'ref/reset' in m or (cfg.mode == 'async' and self.trainer.step_count % cfg.sync_every == 0):  # sync mode publishes before each step; a reset at once
-        m['sync/seconds'] = await self.publish(reset_ref='ref/reset' in m)
-        self.buffer.mark_sync()
+    if snap is not None:
+        handle, t0 = snap
+        await self.weights.hand_out(handle, reset_ref='ref/reset' in m)
+        self.log.span('trainer', 'sync', t0, version=self.trainer.version)
+        m['sync/seconds'] = time.perf_counter() - t0
+    elif 'ref/reset' in m: m['sync/seconds'] = await self.publish(reset_ref=True)  # a reset goes out at once
+    if snap is not None or 'ref/reset' in m: self.buffer.mark_sync()
     m.update(self.drain_search_stats())
     m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
     if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0: m.update(await self.evaluate(paused))
@@ -598,8 +619,11 @@ async def _locked(self:Run, resume) -> RunSummary:
         if n := self.log.drop_after(self.trainer.step_count): _stderr(f"{n} metric rows of steps after that checkpoint removed (they are trained again)")
     (self.out / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))  # after a successful restore: a failed one changes nothing
     self.log.start(resumed=resume is not None, sinks=[SINKS[name](self.out, cfg) for name in cfg.log_with])
+    switch = sys.getswitchinterval()  # the trainer's thread gets the interpreter back within 0.5 ms, not 5, while this one handles results
+    sys.setswitchinterval(min(switch, 5e-4))
     try: return await self._train(resume)
     finally:
+        sys.setswitchinterval(switch)
         self.status.close()
         self.log.close()
         if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine

@@ -471,6 +471,7 @@ def worker_generator(spec:dict) -> _Generator:
     torch.set_num_threads(spec['threads'])
     if spec.get('nice'): os.nice(spec['nice'])  # a lower CPU priority: the trainer gets the cores first
     if spec.get('seed') is not None: torch.manual_seed(spec['seed'])
+    if spec.get('generator'): return Registry('generator').get(spec['generator'])(spec)  # 'module:Name', e.g. a simulated engine
     if spec.get('tiny') is not None:
         from tba_kit.models import tiny_model
         model, tok = tiny_model(**spec['tiny'])
@@ -524,11 +525,12 @@ class ProcessSearcher(SearcherBase):
                  timeout:float=600.,  # seconds allowed for one search
                  start_timeout:float=600.,  # seconds allowed for starting (loading the model)
                  max_restarts:int=3,  # a worker that dies or hangs is replaced this many times, then the search fails
-                 tiny:dict|None=None):  # build `tiny_model(**tiny)` instead of loading `model` (tests)
+                 tiny:dict|None=None,  # build `tiny_model(**tiny)` instead of loading `model` (tests)
+                 generator:str|None=None):  # 'module:Name': Name(spec) is the worker's generator (has `run_packed`) instead of a model's
         self.reward, self.name, self.timeout, self.start_timeout, self.version = reward, name, timeout, start_timeout, 0
         self.max_restarts, self.restarts, self.searches = max_restarts, 0, 0
         if not 0 <= nice <= 19: raise ValueError(f"nice must be in 0..19, got {nice}")
-        self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny,
+        self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny, generator=generator,
                          gen=dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, batch_size=batch_size))
         self.proc = self.conn = None
         self._pending, self._lock = _Pending(), asyncio.Lock()
