@@ -76,7 +76,8 @@ def breakdown(ms:dict, calls:dict):
             try: return f(*a, **k)
             finally: add(t)
         setattr(cls, name, timed_async if asyncio.iscoroutinefunction(f) else timed)
-    for cls, name in ((Trainer, 'step'), (L.Run, 'train_step'), (L.Run, 'publish'), (L.Run, 'record'), (MixedSampler, 'sample'), (Sample, 'collate')):
+    for cls, name in ((Trainer, 'step'), (L.Run, 'train_step'), (L.WeightSync, 'snapshot'), (L.WeightSync, 'hand_out'), (L.Run, 'record'),
+                      (MixedSampler, 'sample'), (Sample, 'collate')):
         wrap(cls, name)
 
 def padded_step(step):

@@ -526,8 +526,10 @@ async def train_async(self:Run, bar):
             t = time.perf_counter()
             while not self.sampler.ready(self.buffer, self.trainer.version):  # e.g. nothing within max_staleness yet
                 await self._wait_data(data, tasks, t, 'waiting for completions the sampler may draw')
+            t, wait = time.perf_counter(), time.perf_counter() - t  # idle: waiting for data, not sampling it
             sample = self.sampler.sample(self.buffer, cfg.prompts_per_step, cfg.k, version=self.trainer.version)
-            await self.train_step(sample.collate(self.tok.pad_token_id), sample.stats, time.perf_counter() - t, bar, paused)
+            batch = sample.collate(self.tok.pad_token_id)
+            await self.train_step(batch, {**sample.stats, 'train/sample_seconds': time.perf_counter() - t}, wait, bar, paused)
             for tk in tasks:
                 if tk.done() and tk.exception(): raise tk.exception()
     finally:

@@ -13,15 +13,15 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .searchers import (ProcessSearcher, SearcherError, SearcherLost, WeightChannel, WeightHandle, _flat_source, _log, _view,
+from .searchers import (ProcessSearcher, SearcherError, SearcherLost, WeightChannel, WeightHandle, _flat_source, _view,
                                fill_flat, flat_layout, worker_generator, worker_kwargs)
 
 # %% auto #0
-__all__ = ['RAY_INSTALL', 'import_ray', 'connect', 'RayHandle', 'RayChannel', 'SearchActor', 'RaySearcher', 'has_room',
-           'ray_searcher']
+__all__ = ['RAY_INSTALL', 'PREFETCH_BYTES', 'import_ray', 'connect', 'RayHandle', 'RayChannel', 'SearchActor', 'RaySearcher',
+           'NoAnswer', 'has_room', 'ray_searcher']
 
 # %% ../nbs/07d_ray.ipynb #de75a1bf
-RAY_INSTALL = 'pip install -e ".[ray]" (or: pip install "ray[default]>=2.40") on every machine of the cluster'
+RAY_INSTALL = 'pip install -e ".[ray]" (or: pip install "ray>=2.40") on every machine of the cluster'
 
 def import_ray():
     "The `ray` module; an ImportError that says what to install when it is missing"
@@ -73,6 +73,7 @@ class RayChannel(WeightChannel):
         return RayHandle(f"ray:{role}:{serial}", version, role, self, layout, nbytes, serial, ref)
 
     def _drop(self, h): pass  # the object goes when the last handle (here or in an actor) is gone
+    def close(self): self._buf = np.empty(0, np.uint8)
 
 # %% ../nbs/07d_ray.ipynb #1e487589
 class SearchActor:
@@ -103,6 +104,8 @@ class RaySearcher(ProcessSearcher):
         return f"RaySearcher({self.name!r}, {self.spec['model'] if self.spec['tiny'] is None else 'tiny'}, {state}, version={self.version})"
 
 # %% ../nbs/07d_ray.ipynb #29110cb7
+class NoAnswer(SearcherLost): "A Ray actor did not answer a call in time (it is killed and replaced)"
+
 @patch
 async def _call(self:RaySearcher, ref, timeout:float, what:str):
     "The result of a call to the actor; SearcherLost if it died or did not answer within `timeout`, SearcherError if its code raised"
@@ -110,7 +113,7 @@ async def _call(self:RaySearcher, ref, timeout:float, what:str):
     fut = asyncio.wrap_future(ref.future())
     fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved also when no one waits any more (a run ending, a timeout)
     done, _ = await asyncio.wait([fut], timeout=timeout)
-    if not done: raise SearcherLost(f"searcher {self.name!r} (Ray actor on {self.where.get('host', '?')}) did not answer {what} within {timeout:.0f} s")
+    if not done: raise NoAnswer(f"searcher {self.name!r} (Ray actor on {self.where.get('host', '?')}) did not answer {what} within {timeout:.0f} s")
     try: return fut.result()
     except ray.exceptions.RayTaskError as e: raise SearcherError(f"searcher {self.name!r} failed during {what}: {e}") from e
     except ray.exceptions.RayError as e: raise SearcherLost(f"searcher {self.name!r} (Ray actor) was lost during {what}: {type(e).__name__}: {str(e).splitlines()[0]}") from e
@@ -123,19 +126,19 @@ async def start(self:RaySearcher):
     cls = ray.remote(importlib.import_module('tba_kit.ray_searcher').SearchActor)  # by module, also when this class is defined in a notebook
     self.actor = cls.options(**self.options, name=None).remote(self.spec)
     try: self.where = await self._call(self.actor.where.remote(), self.start_timeout, 'start')
-    except SearcherLost as e:
-        await self.aclose()
-        if 'did not answer' in str(e): raise SearcherLost(f"{e}: no node has room for it ({self.options}) or its model loads too slowly") from e
-        raise SearcherError(f"searcher {self.name!r} failed to start: {e.__cause__ or e}") from e
+    except NoAnswer as e: await self.aclose(); raise NoAnswer(f"{e}: no node has room for it ({self.options}) or its model loads too slowly") from e
+    except SearcherLost as e: await self.aclose(); raise SearcherError(f"searcher {self.name!r} failed to start: {e.__cause__ or e}") from e
     except BaseException: await self.aclose(); raise
     self.nodes.append(self.where['node'])
     return self
+
+PREFETCH_BYTES = 16 * 2**20  # a smaller snapshot comes with the search (one call per node and sync saved, the transfer is short)
 
 @patch
 async def load_weights(self:RaySearcher, handle:WeightHandle, reset_ref:bool=False):
     "Install `handle` before the next search; its node starts fetching it now, while the actor may still be searching"
     self._pending.add(handle, reset_ref)
-    if self.actor is not None: self._prefetch = self.actor.prefetch.remote([handle])  # kept: an error of a lost actor surfaces in search
+    if self.actor is not None and handle.nbytes >= PREFETCH_BYTES: self._prefetch = self.actor.prefetch.remote([handle])  # awaitable: its seconds
 
 @patch
 async def _ask(self:RaySearcher, prompts, k, loads, seed):
