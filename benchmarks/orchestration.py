@@ -142,6 +142,7 @@ async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int
             import ray; ray.shutdown(); cluster.shutdown()
             res['nodes'] = nodes
         out.write_text(json.dumps(res, indent=1))
+    if not split: figure(res, out.with_suffix('.svg'))
     print(f"wrote {out}")
 
 
@@ -168,6 +169,30 @@ async def measure_all(placement, ns, S, T, steps, ppstep, split, ms, calls) -> l
     return rows
 
 
+def figure(res:dict, path:Path):
+    "An SVG of the two ratios per placement and N, with the 0.97 goal (for the README)"
+    colors, W, H, pad = {'inline': '#4c78a8', 'process': '#f58518', 'ray': '#54a24b'}, 360, 220, 40
+    panels = [('async_ratio', 'async steps/s over ideal'), ('speedup_ratio', 'async/sync speed-up over ideal')]
+    top = max(1.3, max(r[k] for rows in res['placements'].values() for r in rows for k, _ in panels))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * W}" height="{H + 30}" font-family="sans-serif" font-size="11">']
+    for p, (key, title) in enumerate(panels):
+        x0, ns = p * W + pad, [r['searchers'] for r in next(iter(res['placements'].values()))]
+        y = lambda v: 20 + (H - pad) * (1 - v / top)
+        out += [f'<text x="{x0}" y="12">{title}</text>', f'<line x1="{x0}" x2="{x0 + W - pad - 10}" y1="{y(0)}" y2="{y(0)}" stroke="black"/>',
+                f'<line x1="{x0}" x2="{x0 + W - pad - 10}" y1="{y(.97)}" y2="{y(.97)}" stroke="red" stroke-dasharray="4 3"/>',
+                f'<text x="{x0 - 30}" y="{y(.97) + 4}" fill="red">0.97</text>', f'<text x="{x0 - 30}" y="{y(0) + 4}">0</text>']
+        gw = (W - pad - 10) / len(ns)
+        bw = gw * 0.8 / len(res['placements'])
+        for i, n in enumerate(ns):
+            out.append(f'<text x="{x0 + i * gw + gw / 2 - 12}" y="{y(0) + 14}">N={n}</text>')
+            for j, (pl, rows) in enumerate(res['placements'].items()):
+                v, bx = rows[i][key], x0 + i * gw + gw * 0.1 + j * bw
+                out.append(f'<rect x="{bx:.1f}" y="{y(v):.1f}" width="{bw - 1:.1f}" height="{y(0) - y(v):.1f}" fill="{colors[pl]}"><title>{pl} N={n}: {v:.3f}</title></rect>')
+    for j, pl in enumerate(res['placements']):
+        out.append(f'<rect x="{pad + j * 90}" y="{H + 14}" width="10" height="10" fill="{colors[pl]}"/><text x="{pad + j * 90 + 14}" y="{H + 23}">{pl}</text>')
+    path.write_text('\n'.join(out + ['</svg>']) + '\n')
+
+
 if __name__ == '__main__':
     ap = argparse.ArgumentParser()
     ap.add_argument('--placement', nargs='+', default=['inline', 'process', 'ray'], choices=['inline', 'process', 'ray'])
@@ -178,5 +203,9 @@ if __name__ == '__main__':
     ap.add_argument('--steps', type=int, default=60)
     ap.add_argument('--prompts_per_step', type=int, default=16)
     ap.add_argument('--breakdown', action='store_true', help="also time the driver's work per step (adds a little overhead)")
+    ap.add_argument('--figure', action='store_true', help='only redraw orchestration.svg from orchestration.json')
     a = ap.parse_args()
+    if a.figure:
+        res = Path(__file__).parent / 'results' / 'orchestration.json'
+        figure(json.loads(res.read_text()), res.with_suffix('.svg')); raise SystemExit
     asyncio.run(main(a.placement, a.searchers, a.S, a.T, a.steps, a.prompts_per_step, a.breakdown, a.nodes))

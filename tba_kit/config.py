@@ -136,7 +136,7 @@ def validate(self:Config):
     try: ENGINES.get(self.engine)
     except ValueError as e: raise ValueError(f"config field 'engine': {e}") from None
     if self.engine == 'vllm':
-        _need(self.placement == 'inline', 'placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto')")
+        _need(self.placement in ('inline', 'ray'), 'placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto'), or 'ray' for engines on a cluster's nodes")
         _need(self.model != 'tiny', 'model', "vLLM serves a model folder: save the tiny model with save_pretrained and pass the folder")
         _need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
         _need(len(self._core_lists()) in (1, self.searchers), 'vllm_cpu_threads',
@@ -180,7 +180,7 @@ def check_ranges(self:Config):
         _need(self.lr_schedule in (names := _schedule_names()), 'lr_schedule', f"unknown learning-rate schedule {self.lr_schedule!r}: use one of {names}")
     _need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
     if self.placement == 'ray':
-        _need(self.engine == 'hf', 'engine', f"placement 'ray' runs transformers searchers (engine 'hf') as actors, got {self.engine!r}; vLLM: placement 'inline'")
+        _need(self.engine in ('hf', 'vllm'), 'engine', f"placement 'ray' runs engine 'hf' or 'vllm' in its actors, got {self.engine!r}")
         for name in ('searcher_cpus', 'searcher_gpus'): _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
         _need(all(isinstance(v, (int, float)) and v >= 0 for v in self.searcher_resources.values()), 'searcher_resources',
               f"maps resource names to amounts >= 0, got {self.searcher_resources!r}")

