@@ -59,7 +59,7 @@ def make_searchers(cfg:Config, task, policy, tokenizer) -> list:
     return [make_searcher(cfg, task, policy, tokenizer, i) for i in range(cfg.searchers)]
 
 def make_searcher(cfg:Config, task, policy, tokenizer, i:int):
-    "Searcher `i`: a Ray actor with placement 'ray' (engine 'hf'), else the engine's factory decides"
+    "Searcher `i`: a Ray actor with placement 'ray' (any engine), else what the engine's factory makes"
     s = (ray_searcher if cfg.placement == 'ray' else ENGINES.get(cfg.engine))(cfg, task, policy, tokenizer, i)
     s.reward_timeout = cfg.reward_timeout
     return s

@@ -1,4 +1,4 @@
-"""`RaySearcher`: a transformers searcher as a Ray actor on any node of a cluster, weights through Ray's object store (one `ray.put` per sync, one copy per node), rollouts as compact arrays, actors lost with their node or hung restarted elsewhere with the current weights.
+"""`RaySearcher`: a searcher (transformers or vLLM) as a Ray actor on any node of a cluster, weights through Ray's object store (one `ray.put` per sync, one copy per node), rollouts as compact arrays, actors lost with their node or hung restarted elsewhere with the current weights.
 
 Docs: https://tba-kit.github.io/tba_kit/ray.html.md"""
 
