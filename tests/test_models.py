@@ -57,9 +57,14 @@ def test_precision_auto_chooses_fp32_where_bf16_is_emulated():
     assert dtype == 'float32' and 'emulates bf16' in why, why
 
 
-def test_precision_auto_chooses_bf16_exactly_where_the_cpu_has_it():
-    "Without the emulation the choice follows the CPU's native bf16 instructions (AVX512-BF16 or AMX), read from /proc/cpuinfo"
+def test_precision_auto_chooses_the_dtype_it_measured_faster():
+    """Without the emulation the choice is the faster dtype of the measured matmul: never bf16 on a CPU without native bf16
+    instructions (read from /proc/cpuinfo), always with AMX; with AVX512-BF16 alone either may win (one such CPU ran a
+    one-thread bf16 matmul in 0.47 ms against 0.38 ms in fp32)"""
+    import re
     flags = set(open('/proc/cpuinfo').read().split()) if os.path.exists('/proc/cpuinfo') else set()
-    native = bool(flags & {'avx512_bf16', 'amx_bf16'})
     dtype, why = chosen_dtype({})
-    assert dtype == ('bfloat16' if native else 'float32'), (flags & {'avx512_bf16', 'amx_bf16'}, why)
+    bf16, fp32 = map(float, re.search(r'bf16 matmul took ([\d.]+) ms, fp32 ([\d.]+) ms', why).groups())
+    assert dtype == ('bfloat16' if bf16 < fp32 else 'float32'), why
+    if not flags & {'avx512_bf16', 'amx_bf16'}: assert dtype == 'float32', why
+    if 'amx_bf16' in flags: assert dtype == 'bfloat16', why
