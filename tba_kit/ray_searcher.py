@@ -15,6 +15,7 @@ from fastcore.basics import patch
 
 from .searchers import (ProcessSearcher, SearcherError, SearcherLost, WeightChannel, WeightHandle, _flat_source, _view,
                                fill_flat, flat_layout, worker_generator, worker_kwargs)
+from .tasks import RewardError, make_task, score
 
 # %% auto #0
 __all__ = ['RAY_INSTALL', 'PREFETCH_BYTES', 'import_ray', 'connect', 'RayHandle', 'RayChannel', 'SearchActor', 'RaySearcher',
@@ -77,10 +78,22 @@ class RayChannel(WeightChannel):
 
 # %% ../nbs/07d_ray.ipynb #1e487589
 class SearchActor:
-    "A Ray actor around a searcher worker's generator"
-    def __init__(self, spec:dict): self.gen = worker_generator(spec)
+    "A Ray actor around a searcher worker's generator; with `spec['score']` it also scores its completions with its own copy of the task"
+    def __init__(self, spec:dict):
+        self.gen, sc = worker_generator(spec), spec.get('score')
+        self.task, self.reward_timeout = (make_task(sc['task'], **sc['task_args']), sc['timeout']) if sc else (None, None)
+
     def where(self) -> dict: return dict(node=import_ray().get_runtime_context().get_node_id(), pid=os.getpid(), host=socket.gethostname())
-    def search(self, prompts, k, loads, seed): return self.gen.run_packed(prompts, k, loads, seed)
+
+    def search(self, messages, k, loads, seed, prompts=None):
+        "(version, [Rollouts], load seconds, None or the reward error); `prompts`: the `Prompt`s to score the completions of"
+        version, records, load_s = self.gen.run_packed(messages, k, loads, seed)
+        if self.task is None or prompts is None: return version, records, load_s, None
+        flat = [(p, t, r.ids[e - n:e].tolist()) for p, r in zip(prompts, records) for t, n, e in zip(r.texts, r.lens.tolist(), np.cumsum(r.lens).tolist())]
+        try: rewards = asyncio.run(score(self.task.reward, *map(list, zip(*flat)), self.reward_timeout)) if flat else []
+        except RewardError as e: return version, records, load_s, str(e)
+        it = iter(np.nan if x is None else x for x in rewards)
+        return version, [r._replace(rewards=np.array([next(it) for _ in r.texts], np.float64)) for r in records], load_s, None
     def prefetch(self, handles:list) -> float:  # runs beside a search (the actor has two threads): the transfer overlaps generation
         t = time.perf_counter()
         import_ray().wait([h.ref for h in handles], num_returns=len(handles), fetch_local=True, timeout=600)
@@ -93,8 +106,10 @@ class RaySearcher(ProcessSearcher):
                  gpus:float=0.,  # GPUs the actor reserves
                  resources:dict|None=None,  # custom resources it reserves (to put it on some kind of node)
                  address:str|None=None,  # cluster to join if this process is not connected yet (see `connect`)
+                 score:dict|None=None,  # {'task': name, 'task_args': {...}, 'timeout': seconds}: the actor scores with its own task
                  **kw):  # `ProcessSearcher`'s arguments
         super().__init__(*args, **kw)
+        self.spec['score'], self._prompts, self._rewards = score, None, None
         self.options = dict(num_cpus=cpus, num_gpus=gpus, resources=dict(resources or {}), max_restarts=0, max_concurrency=2)
         self.address, self.actor, self.where, self.nodes = address, None, {}, []  # where it runs now; every node it ran on
         self._prefetch = None  # the latest prefetch call
@@ -141,8 +156,25 @@ async def load_weights(self:RaySearcher, handle:WeightHandle, reset_ref:bool=Fal
     if self.actor is not None and handle.nbytes >= PREFETCH_BYTES: self._prefetch = self.actor.prefetch.remote([handle])  # awaitable: its seconds
 
 @patch
-async def _ask(self:RaySearcher, prompts, k, loads, seed):
-    return await self._call(self.actor.search.remote(prompts, k, loads, seed), self.timeout, 'search')
+async def search(self:RaySearcher, prompts, k):
+    self._prompts = list(prompts)  # for the actor to score with (its task's reward reads the prompts' fields)
+    return await ProcessSearcher.search(self, prompts, k)
+
+@patch
+async def _ask(self:RaySearcher, messages, k, loads, seed):
+    scoring = self.spec['score'] is not None
+    out = await self._call(self.actor.search.remote(messages, k, loads, seed, self._prompts if scoring else None), self.timeout, 'search')
+    version, records, load_s, reward_error = out
+    if reward_error is not None: raise RewardError(reward_error)
+    self._rewards = [None if np.isnan(x) else float(x) for r in records for x in r.rewards] if scoring else None
+    return version, records, load_s
+
+@patch
+async def _score(self:RaySearcher, prompts, texts, ids) -> list:
+    "The rewards the actor sent, or (no task there) the reward function's here"
+    if self._rewards is None: return await ProcessSearcher._score(self, prompts, texts, ids)
+    rewards, self._rewards = self._rewards, None
+    return rewards
 
 @patch
 async def aclose(self:RaySearcher, timeout:float=10.):
@@ -162,6 +194,8 @@ def has_room(cpus:float, gpus:float=0., resources:dict|None=None) -> bool:
 def ray_searcher(cfg, task, policy, tokenizer, i:int) -> RaySearcher:
     "Searcher `i` of a run with placement 'ray': transformers `generate` (engine 'hf') or a vLLM engine (engine 'vllm') in an actor"
     kw = worker_kwargs(cfg, task, i)
+    if not (cfg.task.startswith('<') and cfg.task.endswith('>')):  # a named task (not an object given to run()): scored where generated
+        kw['score'] = dict(task=cfg.task, task_args=cfg.task_args, timeout=cfg.reward_timeout)
     if cfg.engine == 'vllm':
         from tba_kit.vllm_searcher import vllm_kwargs
         kw |= dict(generator='tba_kit.vllm_searcher:VLLMWorker', worker=vllm_kwargs(cfg, i), ref=False, tiny=None)

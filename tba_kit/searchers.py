@@ -351,6 +351,7 @@ class Rollouts(NamedTuple):
     logprobs:np.ndarray  # [sum of T] float32: behaviour log-probs
     ref_logprobs:np.ndarray|None  # [K] float64: log pi_ref of each completion (None: the trainer computes them)
     texts:list  # [K] decoded completions
+    rewards:np.ndarray|None = None  # [K] float64 (NaN: unscored) where the worker scored them, else None: scored by the driver
 
 def pack_group(group:list) -> Rollouts:
     "A prompt's `Completion`s as one `Rollouts` record"
@@ -388,7 +389,7 @@ class SearcherBase:
         version, groups, load_s = await self._generate([p.messages for p in prompts], k)
         gen_s = time.perf_counter() - t0
         flat = [(p, c) for p, g in zip(prompts, groups) for c in g]
-        rewards = await score(self.reward, [p for p, _ in flat], [c.text for _, c in flat], [c.ids.tolist() for _, c in flat], self.reward_timeout)
+        rewards = await self._score([p for p, _ in flat], [c.text for _, c in flat], [c.ids.tolist() for _, c in flat])
         trajs = [Trajectory(p.id, c.prompt_ids, c.ids, c.logprobs, r, version=version, ref_logprob=c.ref_logprob,
                             meta={'text': c.text, 'searcher': self.name}) for (p, c), r in zip(flat, rewards) if r is not None]
         tokens = sum(len(c.ids) for _, c in flat)
@@ -397,6 +398,10 @@ class SearcherBase:
         if load_s is not None: m['sync/load_seconds'] = load_s
         if self.restarts: m['search/restarts'] = self.restarts  # of its worker, so far
         return SearchResult(trajs, m)
+
+    async def _score(self, prompts, texts, ids) -> list:
+        "A reward (or None) per completion, from the reward function called here"
+        return await score(self.reward, prompts, texts, ids, self.reward_timeout)
 
     def state_dict(self) -> dict: return {}  # what a checkpoint keeps of a searcher (its position in a random stream)
     def load_state_dict(self, state:dict): pass
