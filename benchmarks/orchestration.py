@@ -20,7 +20,7 @@ Prints a table and writes benchmarks/results/orchestration.json (one entry per p
     PYTHONPATH=. python benchmarks/orchestration.py [--placement inline process ray] [--searchers 1 3 7 15] [--S 0.1] [--T 0.1] [--steps 60] [--prompts_per_step 16] [--nodes 4]
     PYTHONPATH=. python benchmarks/orchestration.py --breakdown   # where the driver's time goes (orchestration_breakdown.json)
 """
-import argparse, asyncio, json, math, os, statistics, tempfile, time
+import argparse, asyncio, gc, json, math, os, statistics, tempfile, time
 from pathlib import Path
 
 import torch
@@ -59,14 +59,14 @@ class SleepSearcher(SearcherBase):
         self.pending = self.current = None
 
 
-def breakdown(ms:dict, calls:dict):
-    "Time the driver's per-step work (wraps library methods; for this measurement only)"
+def breakdown(ms:dict):
+    "Time the driver's per-step work (wraps library methods; for this measurement only) and the garbage collector's pauses"
     import tba_kit.loop as L
     from tba_kit.samplers import MixedSampler, Sample
     def wrap(cls, name):
         f = getattr(cls, name)
         def add(t):
-            ms[name] = ms.get(name, 0.) + 1e3 * (time.perf_counter() - t); calls[name] = calls.get(name, 0) + 1
+            ms.setdefault(name, []).append(1e3 * (time.perf_counter() - t))
         async def timed_async(*a, **k):
             t = time.perf_counter()
             try: return await f(*a, **k)
@@ -79,6 +79,10 @@ def breakdown(ms:dict, calls:dict):
     for cls, name in ((Trainer, 'step'), (L.Run, 'train_step'), (L.WeightSync, 'snapshot'), (L.WeightSync, 'hand_out'), (L.Run, 'record'),
                       (MixedSampler, 'sample'), (Sample, 'collate')):
         wrap(cls, name)
+    def pause(phase, info, t=[0.]):  # a collection holds the interpreter: every thread waits
+        if phase == 'start': t[0] = time.perf_counter()
+        else: ms.setdefault(f"gc{info['generation']}", []).append(1e3 * (time.perf_counter() - t[0]))
+    gc.callbacks.append(pause)
 
 def padded_step(step):
     def timed(self, batch):
@@ -128,8 +132,8 @@ async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int
     os.environ['PYTHONPATH'] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get('PYTHONPATH', '')])
     ENGINES['sleep'], ENGINES['sleepproc'], L.ray_searcher = SleepSearcher, sim_process, sim_actor
     Trainer.step = padded_step(Trainer.step)
-    ms, calls = {}, {}
-    if split: breakdown(ms, calls)
+    ms = {}
+    if split: breakdown(ms)
     torch.set_num_threads(1)
     name = 'orchestration_breakdown.json' if split else 'orchestration.json'
     out = Path(__file__).parent / 'results' / name
@@ -137,7 +141,7 @@ async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int
     for placement in placements:
         cluster = ray_cluster(nodes, math.ceil(max(ns) / nodes)) if placement == 'ray' else None
         print(f"placement {placement}" + (f" ({nodes} Ray nodes)" if cluster else ''), flush=True)
-        res['placements'][placement] = await measure_all(placement, ns, S, T, steps, ppstep, split, ms, calls)
+        res['placements'][placement] = await measure_all(placement, ns, S, T, steps, ppstep, split, ms)
         if cluster is not None:
             import ray; ray.shutdown(); cluster.shutdown()
             res['nodes'] = nodes
@@ -146,14 +150,14 @@ async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int
     print(f"wrote {out}")
 
 
-async def measure_all(placement, ns, S, T, steps, ppstep, split, ms, calls) -> list:
+async def measure_all(placement, ns, S, T, steps, ppstep, split, ms) -> list:
     rows, tmp = [], Path(tempfile.mkdtemp())
     for n in ns:
-        ms.clear(); calls.clear()
+        ms.clear()
         a = await measure('async', n, steps, tmp / f'a{n}', placement)
         if split:
-            a['ms_per_call'] = {k: ms[k] / calls[k] for k in ms}
-            print(f"N={n:2d}  async, ms per call: " + ', '.join(f"{k} {v:.2f}" for k, v in a['ms_per_call'].items()), flush=True)
+            a['ms_per_call'] = {k: {'median': statistics.median(v), 'max': max(v), 'calls': len(v), 'total': sum(v)} for k, v in ms.items()}
+            print(f"N={n:2d}  async, ms per call (median / max): " + ', '.join(f"{k} {v['median']:.2f} / {v['max']:.1f}" for k, v in a['ms_per_call'].items()), flush=True)
         s = await measure('sync', n, steps, tmp / f's{n}', placement)
         gen = S * math.ceil(ppstep / n) / ppstep  # sync: the largest shard of a batch split over n searchers (S/n when it divides)
         ideal_async, ideal_sync = min(1 / T, n / S), 1 / (gen + T)

@@ -122,22 +122,17 @@ def collate(
     trajs = [t for g in groups for t in g]
     if not trajs: raise ValueError("collate got no trajectories: every group is empty")
     if any(len(g) == 0 for g in groups): raise ValueError("collate got an empty group: each prompt slot needs at least one completion")
-    B = len(trajs)
-    plens = [len(t.prompt_ids) for t in trajs]
-    lens = [p + len(t.completion_ids) for p, t in zip(plens, trajs)]
-    L = max(lens)
-    input_ids = torch.full((B, L), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros(B, L, dtype=torch.long)
-    completion_mask = torch.zeros(B, L, dtype=torch.bool)
-    behaviour = torch.zeros(B, L)
-    for i, (t, p, n) in enumerate(zip(trajs, plens, lens)):
-        input_ids[i, :p] = t.prompt_ids
-        input_ids[i, p:n] = t.completion_ids
-        attention_mask[i, :n] = 1
-        completion_mask[i, p:n] = True
-        behaviour[i, p:n] = t.logprobs
+    plens = torch.tensor([len(t.prompt_ids) for t in trajs])  # [B]
+    lens = plens + torch.tensor([len(t.completion_ids) for t in trajs])  # [B]
+    col = torch.arange(int(lens.max()))  # [L]
+    attention_mask = col < lens[:, None]  # [B, L]: each row is its prompt then its completion, from the left
+    completion_mask = attention_mask & (col >= plens[:, None])  # [B, L]
+    input_ids = torch.full(attention_mask.shape, pad_id, dtype=torch.long)
+    input_ids[attention_mask] = torch.cat([x for t in trajs for x in (t.prompt_ids, t.completion_ids)])  # fills row by row
+    behaviour = torch.zeros(attention_mask.shape)
+    behaviour[completion_mask] = torch.cat([t.logprobs for t in trajs])
     nan = float('nan')
-    return Batch(input_ids=input_ids, attention_mask=attention_mask, completion_mask=completion_mask,
+    return Batch(input_ids=input_ids, attention_mask=attention_mask.long(), completion_mask=completion_mask,
                  behaviour_logprobs=behaviour,
                  rewards=torch.tensor([float(t.reward) for t in trajs]),
                  ref_logprobs=torch.tensor([nan if t.ref_logprob is None else float(t.ref_logprob) for t in trajs]),

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/loop.html.md"""
 
 # %% ../nbs/10_loop.ipynb #10e1b7ec
 from __future__ import annotations
-import asyncio, copy, json, logging, math, os, random, sys, threading, time, uuid
+import asyncio, copy, gc, json, logging, math, os, random, sys, threading, time, uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from .vllm_searcher import import_vllm
 # %% auto #0
 __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'make_searcher', 'PromptStream',
            'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'Status', 'RunLog', 'WeightSync', 'RunSummary',
-           'Run', 'run']
+           'Run', 'TrainerFirst', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -358,6 +358,7 @@ class Run:
         self.last_trajs, self.diversity_task = [], None  # the latest search's completions; a measurement in a worker thread
         self.stop_requested = self.interrupted = self.failed = False
         self.search_stats, self.last_acc = [], None
+        self.tuning = TrainerFirst()  # the interpreter's settings while the run trains
         self.summary = RunSummary(str(self.out), 0, 0.)
 
 # %% ../nbs/10_loop.ipynb #fcc73c26
@@ -493,9 +494,10 @@ async def train_step(self:Run, batch, sample_stats:dict, wait:float, bar, paused
     m.update(self.drain_search_stats())
     m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
     if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0: m.update(await self.evaluate(paused))
-    if cfg.checkpoint_every and self.trainer.step_count % cfg.checkpoint_every == 0: self.checkpoint()
     m.update(self.diversity())
-    self.record(m, bar)
+    self.record(m, bar)  # before the checkpoint: a run killed between the two trains the step again and rewrites its row
+    if cfg.checkpoint_every and self.trainer.step_count % cfg.checkpoint_every == 0: self.checkpoint()
+    self.tuning.step_done()
 
 @patch
 def stop(self:Run):
@@ -583,12 +585,34 @@ async def train_sync(self:Run, bar):
                  'train/generate_seconds': gen_s}
         await self.train_step(collate(groups, self.tok.pad_token_id), stats, 0., bar)
 
+# %% ../nbs/10_loop.ipynb #ac9d7556
+class TrainerFirst:
+    "The interpreter's settings while a run trains: a short switch interval, and a garbage collector that skips what survived a step"
+    def __init__(self): self.own = False
+
+    def __enter__(self):
+        self.switch, self.own = sys.getswitchinterval(), gc.get_freeze_count() == 0  # frozen already: the program manages it
+        sys.setswitchinterval(min(self.switch, 5e-4))
+        return self
+
+    def step_done(self):
+        if self.own: gc.freeze()  # what lives now leaves the collector's scans
+
+    def collect(self):
+        "Reclaim cycles that died after they were frozen (at a checkpoint: the trainer waits anyway)"
+        if self.own: gc.unfreeze(); gc.collect()
+
+    def __exit__(self, *exc):
+        sys.setswitchinterval(self.switch)
+        if self.own: gc.unfreeze(); self.own = False
+
 # %% ../nbs/10_loop.ipynb #08605426
 @patch
 def checkpoint(self:Run) -> Path:
     p = save_checkpoint(self.out, self.trainer, self.buffer, self.sampler, self.stream, self.cfg,
                         {'guard': (self.guard.ok, self.guard.failed), 'searchers': [s.state_dict() for s in self.searchers]})
     self.summary.checkpoint = str(p)
+    self.tuning.collect()  # the trainer waits for the checkpoint anyway
     return p
 
 @patch
@@ -621,11 +645,9 @@ async def _locked(self:Run, resume) -> RunSummary:
         if n := self.log.drop_after(self.trainer.step_count): _stderr(f"{n} metric rows of steps after that checkpoint removed (they are trained again)")
     (self.out / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))  # after a successful restore: a failed one changes nothing
     self.log.start(resumed=resume is not None, sinks=[SINKS[name](self.out, cfg) for name in cfg.log_with])
-    switch = sys.getswitchinterval()  # the trainer's thread gets the interpreter back within 0.5 ms, not 5, while this one handles results
-    sys.setswitchinterval(min(switch, 5e-4))
-    try: return await self._train(resume)
+    try:
+        with self.tuning: return await self._train(resume)
     finally:
-        sys.setswitchinterval(switch)
         self.status.close()
         self.log.close()
         if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
