@@ -61,7 +61,6 @@ class SleepSearcher(SearcherBase):
 
 def breakdown(ms:dict):
     "Time the driver's per-step work (wraps library methods; for this measurement only) and the garbage collector's pauses"
-    import tba_kit.loop as L
     from tba_kit.samplers import MixedSampler, Sample
     def wrap(cls, name):
         f = getattr(cls, name)

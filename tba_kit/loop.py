@@ -277,12 +277,6 @@ class WeightSync:
         self.newest[handle.role] = (handle, reset_ref)
         for s in self.searchers: await s.load_weights(handle, reset_ref)
 
-    async def publish(self, model, version:int, role:str='policy', reset_ref:bool=False):
-        "Snapshot `model` as `version` and hand it to every searcher"
-        handle = await asyncio.to_thread(self.snapshot, model, version, role)
-        await self.hand_out(handle, reset_ref)
-        return handle
-
     async def join(self, searcher):
         "Add a searcher mid-run: it installs the newest reference (after a reset) and policy before its first search"
         for role in ('reference', 'policy'):
@@ -366,8 +360,14 @@ class Run:
 async def publish(self:Run, reset_ref:bool=False, role:str='policy') -> float:
     "Send the trainer's policy (or, role 'reference', its reference) to every searcher; returns the seconds spent on the trainer's side"
     t = time.perf_counter()
-    await self.weights.publish(self.trainer.ref if role == 'reference' else self.model, self.trainer.version, role, reset_ref)
-    self.log.span('trainer', 'sync', t, version=self.trainer.version)
+    handle = await asyncio.to_thread(self.weights.snapshot, self.trainer.ref if role == 'reference' else self.model, self.trainer.version, role)
+    return await self.hand_out(handle, t, reset_ref)
+
+@patch
+async def hand_out(self:Run, handle, t:float, reset_ref:bool=False) -> float:
+    "Give a snapshot taken since `t` to every searcher; returns the seconds since `t`"
+    await self.weights.hand_out(handle, reset_ref)
+    self.log.span('trainer', 'sync', t, version=handle.version)
     return time.perf_counter() - t
 
 # searching -----------------------------------------------------------------------------------------------------
@@ -484,11 +484,7 @@ async def train_step(self:Run, batch, sample_stats:dict, wait:float, bar, paused
         self.record({**(await step)[0], **sample_stats}, bar); raise
     self.log.span('trainer', 'train', t, step=self.trainer.step_count)
     m.update(sample_stats); m['train/wait_seconds'] = wait
-    if snap is not None:
-        handle, t0 = snap
-        await self.weights.hand_out(handle, reset_ref='ref/reset' in m)
-        self.log.span('trainer', 'sync', t0, version=self.trainer.version)
-        m['sync/seconds'] = time.perf_counter() - t0
+    if snap is not None: m['sync/seconds'] = await self.hand_out(*snap, reset_ref='ref/reset' in m)
     elif 'ref/reset' in m: m['sync/seconds'] = await self.publish(reset_ref=True)  # a reset goes out at once
     if snap is not None or 'ref/reset' in m: self.buffer.mark_sync()
     m.update(self.drain_search_stats())
@@ -528,7 +524,8 @@ async def train_async(self:Run, bar):
             t = time.perf_counter()
             while not self.sampler.ready(self.buffer, self.trainer.version):  # e.g. nothing within max_staleness yet
                 await self._wait_data(data, tasks, t, 'waiting for completions the sampler may draw')
-            t, wait = time.perf_counter(), time.perf_counter() - t  # idle: waiting for data, not sampling it
+            now = time.perf_counter()
+            t, wait = now, now - t  # idle: waiting for data, not sampling it
             sample = self.sampler.sample(self.buffer, cfg.prompts_per_step, cfg.k, version=self.trainer.version)
             batch = sample.collate(self.tok.pad_token_id)
             await self.train_step(batch, {**sample.stats, 'train/sample_seconds': time.perf_counter() - t}, wait, bar, paused)

@@ -14,7 +14,7 @@ import torch
 from fastcore.basics import patch
 
 from .searchers import (ProcessSearcher, SearcherError, SearcherLost, WeightChannel, WeightHandle, _flat_source, _view,
-                               fill_flat, flat_layout, worker_generator, worker_kwargs)
+                               fill_flat, flat_layout, unpack_group, worker_generator, worker_kwargs)
 from .tasks import RewardError, make_task, score
 
 # %% auto #0
@@ -89,7 +89,7 @@ class SearchActor:
         "(version, [Rollouts], load seconds, None or the reward error); `prompts`: the `Prompt`s to score the completions of"
         version, records, load_s = self.gen.run_packed(messages, k, loads, seed)
         if self.task is None or prompts is None: return version, records, load_s, None
-        flat = [(p, t, r.ids[e - n:e].tolist()) for p, r in zip(prompts, records) for t, n, e in zip(r.texts, r.lens.tolist(), np.cumsum(r.lens).tolist())]
+        flat = [(p, c.text, c.ids.tolist()) for p, r in zip(prompts, records) for c in unpack_group(r)]
         try: rewards = asyncio.run(score(self.task.reward, *map(list, zip(*flat)), self.reward_timeout)) if flat else []
         except RewardError as e: return version, records, load_s, str(e)
         it = iter(np.nan if x is None else x for x in rewards)
