@@ -19,7 +19,7 @@ def main():
     torch.set_num_threads(2); random.seed(0)
     steps, step_s = 200, 11.5
     rows = [{'step': i, 'time/seconds': step_s * i, 'time/train_seconds': step_s * i, 'reward/mean': random.random(),
-             'loss/tb': 1., 'tb/logZ': .1, 'kl/mean': .01, 'buffer/size': 100 + i, 'buffer/staleness_mean': .5,
+             'loss/tb': 1., 'tb/logZ': .1, 'ref/log_ratio': .01, 'eval/kl': .02, 'buffer/size': 100 + i, 'buffer/staleness_mean': .5,
              'search/tokens_per_s': 50., 'train/step': i, 'train/step_seconds': 11., 'train/wait_seconds': .01,
              'diversity/of_step': i, 'diversity/distinct_2': .5, 'diversity/self_bleu': .3, 'diversity/distinct_correct': 1.,
              'diversity/embedding': .4} for i in range(1, steps + 1)]

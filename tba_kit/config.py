@@ -30,14 +30,18 @@ class ModelFields:
     task:str = 'arithmetic'  # built-in task name or 'module:factory'
     task_args:dict = field(default_factory=dict)  # keyword arguments of the task
     # objective
-    objective:str = 'vargrad'  # 'vargrad' (TBA), 'tb' (learned log Z), 'ppo', 'grpo', 'rloo', 'dr_grpo', or 'module:Name' (Name(config) -> Objective)
+    objective:str = 'vargrad'  # 'vargrad' (TBA), 'tb' (learned log Z), TRL's 'grpo', 'dr_grpo', 'dapo', 'bnpo', 'cispo', 'rloo', 'tba_prime' (TBA'), or 'module:Name' (Name(config) -> Objective)
     beta:float = 0.05  # KL coefficient: target pi_ref * exp(r / beta)
-    beta_final:float|None = None  # linear decay of beta to this value over beta_steps (None: constant)
+    beta_final:float|None = None  # linear decay of beta to this value over beta_steps (None: constant); 'vargrad', 'tb', 'tba_prime'
     beta_steps:int = 0
     log_z_lr:float = 0.1  # learning rate of log Z ('tb' only)
     gamma:float = 1.0  # reference prior temperature of 'tb' / 'vargrad': target pi_ref^(1/gamma) exp(r/beta) (red-teaming)
-    ppo_clip:float = 0.2
-    kl_coef:float = 0.  # KL penalty in the reward for the PPO family
+    ppo_clip:float = 0.2  # GRPO family: TRL's epsilon
+    ppo_clip_high:float|None = None  # TRL's epsilon_high (null: ppo_clip); for 'cispo' the cap of its ratio (null: 5)
+    kl_coef:float = 0.  # GRPO family: KL coefficient to the reference (TRL's beta)
+    kl_in:str = 'reward'  # GRPO family: 'reward' (kl_coef * log-ratio off the reward) or 'loss' (TRL's per-token k3 term; needs ref_on: trainer)
+    is_correction:str = 'none'  # GRPO family: importance weights searcher -> trainer, 'token_truncate' (TIS), 'token_mask', 'sequence_truncate', 'sequence_mask'
+    is_cap:float = 3.0  # truncation / masking threshold of those weights
 
 # %% ../nbs/09_config.ipynb #0cf648ca
 @dataclass
@@ -65,6 +69,7 @@ class SearchFields(ModelFields):
     sync_every:int = 1  # trainer steps between weight syncs (the paper's k)
     max_new_tokens:int = 32
     temperature:float = 1.0
+    logprob_temperature:float|None = None  # every log-prob (behaviour, reference, policy, eval/kl) of softmax(logits / this); null: temperature, as the paper and TRL; 1.0: raw
     top_p:float = 1.0
     ref_on:str = 'searcher'  # where reference log-probs are computed: 'searcher' or 'trainer'
     # vLLM engines (engine: vllm)
@@ -121,6 +126,11 @@ class Config(SearchFields):
 
     def replace(self, **kw) -> Config: return self.from_dict(self.to_dict() | kw)
 
+    @property
+    def logprob_temp(self) -> float:
+        "The temperature every log-prob is computed at: logprob_temperature, or the sampling temperature"
+        return self.temperature if self.logprob_temperature is None else self.logprob_temperature
+
 # %% ../nbs/09_config.ipynb #12d29f92
 def _need(ok:bool, field_:str, msg:str):
     if not ok: raise ValueError(f"config field {field_!r}: {msg}")
@@ -149,7 +159,11 @@ def validate(self:Config):
     _need(self.k >= 1, 'k', f"must be >= 1, got {self.k}")
     _need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}")
     _need(self.gamma > 0, 'gamma', f"must be > 0, got {self.gamma}")
-    from tba_kit.objectives import OBJECTIVES  # the registries: names of built-in components, or 'module:Name'
+    from tba_kit.objectives import IS_MODES, OBJECTIVES  # the registries: names of built-in components, or 'module:Name'
+    _need(self.kl_in in ('reward', 'loss'), 'kl_in', f"must be 'reward' or 'loss', got {self.kl_in!r}")
+    _need(self.is_correction in IS_MODES, 'is_correction', f"must be one of {IS_MODES}, got {self.is_correction!r}")
+    _need(self.is_cap > 0, 'is_cap', f"must be > 0, got {self.is_cap}")
+    _need(self.ppo_clip_high is None or self.ppo_clip_high > 0, 'ppo_clip_high', f"must be > 0 or null, got {self.ppo_clip_high}")
     from tba_kit.samplers import SAMPLERS
     if not given(self.objective): self.check_needs(_built('objective', OBJECTIVES, self).needs)
     if not given(self.sampler): _built('sampler', SAMPLERS, self)
@@ -187,6 +201,12 @@ def check_ranges(self:Config):
         _need(self.max_searchers is None or self.max_searchers >= self.searchers, 'max_searchers',
               f"must be >= searchers ({self.searchers}) or null, got {self.max_searchers}")
     _need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
+    _need(self.logprob_temperature is None or self.logprob_temperature > 0, 'logprob_temperature', f"must be > 0 or null (the sampling temperature), got {self.logprob_temperature}")
+    if self.engine == 'vllm' and self.logprob_temp != 1:
+        _need(self.ref_on == 'trainer', 'ref_on', f"vLLM's reference engine gives untempered log-probs only: with tempered log-probs (logprob temperature "
+              f"{self.logprob_temp}) the trainer computes the reference; set ref_on: trainer, or logprob_temperature: 1.0")
+        _need(self.logprob_temp == self.temperature and self.top_p == 1, 'logprob_temperature', "vLLM reports log-probs at the sampling "
+              f"temperature without top-p, or raw: use null or 1.0 (got {self.logprob_temperature}, top_p {self.top_p})")
     _need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
     _need(self.buffer_capacity >= self.k, 'buffer_capacity', f"must hold at least k = {self.k} completions per prompt, got {self.buffer_capacity}")
     _need(self.max_staleness is None or self.max_staleness >= 0, 'max_staleness', "must be >= 0 or null")
@@ -204,6 +224,9 @@ def check_needs(self:Config, needs, who:str|None=None):
                          f"(got {self.k}); use objective 'tb' for k = 1")
     if self.gamma != 1 and not needs.tempered:
         raise ValueError(f"config field 'gamma': tempers the reference of the TB objectives; {who} has none to temper")
+    if needs.reference_tokens and self.ref_on != 'trainer':
+        raise ValueError(f"config field 'ref_on': {who} adds a per-token KL to the loss (kl_in: loss), whose reference log-probs "
+                         "the trainer computes: set ref_on: trainer, or kl_in: reward")
 
 # %% ../nbs/09_config.ipynb #3fffd9c6
 @patch(cls_method=True)

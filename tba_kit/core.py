@@ -87,6 +87,7 @@ class Batch:
     group: Tensor  # [B] group index in 0..G-1; equal values = completions of the same prompt slot
     prompt_keys: list  # [G] prompt id of each group
     trajectories: list  # [B] the source trajectories
+    ref_token_logprobs: Tensor|None = None  # [B, L] per-token log pi_ref on completion tokens (a per-token KL term), filled by the trainer
 
     @property
     def n_groups(self) -> int: return len(self.prompt_keys)
@@ -144,9 +145,11 @@ def collate(
 def token_logprobs(
     logits:Tensor,  # [B, L, V] logits of a causal LM over `input_ids`
     input_ids:Tensor,  # [B, L] token ids
+    temperature:float=1.,  # log-probs of softmax(logits / temperature)
 ) -> Tensor:  # [B, L] log p(input_ids[:, t] | input_ids[:, :t]); 0 at t = 0
     "Per-token log-probs of `input_ids` under `logits`, aligned with `input_ids`"
     logits = logits[:, :-1].float()  # [B, L-1, V] position t-1 predicts token t
+    if temperature != 1: logits = logits / temperature
     picked = logits.gather(-1, input_ids[:, 1:, None]).squeeze(-1)  # [B, L-1]
     lp = picked - logits.logsumexp(-1)  # [B, L-1]
     return torch.cat([lp.new_zeros(len(lp), 1), lp], dim=1)  # [B, L]
@@ -166,6 +169,7 @@ def completion_logprobs(
     input_ids:Tensor,  # [B, L] prompt then completion, right-padded
     attention_mask:Tensor,  # [B, L]
     completion_mask:Tensor,  # [B, L] True on completion tokens
+    temperature:float=1.,  # log-probs of softmax(logits / temperature)
     **kw,  # more arguments of the model's forward (e.g. output_hidden_states)
 ) -> tuple:  # ([B, L] per-token log-probs, 0 before the first completion token; the model's output)
     "`token_logprobs` of `input_ids` under `model`, with logits computed only at the positions that predict completion tokens"
@@ -176,7 +180,7 @@ def completion_logprobs(
     if 'logits_to_keep' in ps or any(p.kind == p.VAR_KEYWORD for p in ps.values()): kw['logits_to_keep'] = keep  # transformers models
     out = model(input_ids=input_ids, attention_mask=attention_mask, **kw)
     keep = out.logits.shape[1]  # a model that ignores logits_to_keep returns all L positions
-    lp = token_logprobs(out.logits, input_ids[:, L - keep:])  # [B, keep]
+    lp = token_logprobs(out.logits, input_ids[:, L - keep:], temperature)  # [B, keep]
     return torch.cat([lp.new_zeros(len(lp), L - keep), lp], dim=1), out
 
 
@@ -199,6 +203,7 @@ def shared_prompt_logprobs(
     attention_mask:Tensor,  # [B, L]
     completion_mask:Tensor,  # [B, L]
     group:Tensor,  # [B] rows with the same group share their prompt
+    temperature:float=1.,  # log-probs of softmax(logits / temperature)
     **kw,  # more arguments of the prompt pass (e.g. output_hidden_states)
 ) -> tuple|None:  # ([B, L] per-token log-probs on the completion tokens, 0 elsewhere; the prompt pass's output [G, ...]) or None
     "Per-token log-probs of the completions, running the prompt of each group through `model` once"
@@ -220,7 +225,7 @@ def shared_prompt_logprobs(
     cids = torch.where(cmask, input_ids.gather(1, cpos.clamp(max=L - 1)), 0)  # [B, C]
     rest = model(input_ids=cids, attention_mask=torch.cat([pmask[group], cmask.long()], 1), position_ids=cpos,
                  past_key_values=cache, use_cache=True).logits  # [B, C, V]: position j predicts completion token j + 1
-    logits = torch.cat([out.logits[group], rest[:, :-1]], 1).float()  # [B, C, V]: predicts completion token j
+    logits = torch.cat([out.logits[group], rest[:, :-1]], 1).float() / temperature  # [B, C, V]: predicts completion token j
     lp = torch.where(cmask, logits.gather(-1, cids[..., None]).squeeze(-1) - logits.logsumexp(-1), 0.)  # [B, C]
     return torch.zeros(B, L, device=dev, dtype=lp.dtype).scatter_add(1, cpos.clamp(max=L - 1), lp), out
 
@@ -232,6 +237,7 @@ def sequence_logprob_sums(
     completion_ids:list,  # [N] completion ids
     pad_id:int=0,
     batch_size:int=64,
+    temperature:float=1.,  # log-probs of softmax(logits / temperature)
 ) -> list:  # [N] floats
     "log p(completion | prompt) under `model`: the sum of its per-token log-probs (reference log-probs)"
     sums, dev = [], _device(model)
@@ -245,7 +251,8 @@ def sequence_logprob_sums(
             mask[i, :len(p) + len(c)], comp[i, len(p):len(p) + len(c)] = 1, True
         ids, mask, comp = ids.to(dev), mask.to(dev), comp.to(dev)
         group = torch.tensor([0] + [int(list(P[j]) != list(P[j - 1])) for j in range(1, len(P))], device=dev).cumsum(0)  # runs of one prompt
-        lp, _ = shared_prompt_logprobs(model, ids, mask, comp, group) or completion_logprobs(model, ids, mask, comp)  # [b, L]
+        lp, _ = (shared_prompt_logprobs(model, ids, mask, comp, group, temperature)
+                 or completion_logprobs(model, ids, mask, comp, temperature))  # [b, L]
         sums += sequence_logprobs(lp, comp).tolist()
     return sums
 

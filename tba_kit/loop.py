@@ -304,6 +304,12 @@ class RunSummary:
         rows += [('output', f"`{self.out_dir}`")]
         return "**Run summary**\n\n| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
+# %% ../nbs/10_loop.ipynb #0f08f76e
+def _kl_is_beta(objective, cfg) -> bool:
+    "Whether the objective's KL coefficient is the config's beta, which then follows beta's schedule (vargrad, tb, tba_prime)"
+    kl = objective.needs.kl_name
+    return kl == 'beta' or (kl is not None and getattr(objective, kl) == cfg.beta and cfg.beta_final is not None)
+
 # %% ../nbs/10_loop.ipynb #283e390c
 class Run:
     "The parts of a run and the two schedules that drive them"
@@ -338,10 +344,10 @@ class Run:
         self.trainer = Trainer(self.model, objective, lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                micro_batch_rows=cfg.micro_batch_rows, precision=cfg.precision, lr_schedule=cfg.lr_schedule,
                                warmup_steps=cfg.warmup_steps, decay_steps=cfg.decay_steps, total_steps=cfg.steps,
-                               beta=BetaSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps) if objective.needs.kl_name == 'beta' else None,
+                               beta=BetaSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps) if _kl_is_beta(objective, cfg) else None,
                                ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
                                ref_reset_every=cfg.ref_reset_every,
-                               pad_id=self.tok.pad_token_id)
+                               pad_id=self.tok.pad_token_id, temperature=cfg.logprob_temp)
         self.buffer = ReplayBuffer(capacity_per_prompt=cfg.buffer_capacity, dedup=cfg.dedup)
         self.sampler = make_sampler(cfg, sampler)
         self.stream = PromptStream(self.task.prompts('train'), cfg.seed)
@@ -424,7 +430,8 @@ async def evaluate(self:Run, paused:asyncio.Event|None=None) -> dict:
     self.status(f"{what}: 0 of {len(self.task.prompts('test')[:self.cfg.eval_limit])} held-out problems", new=True)
     try:
         res = await asyncio.to_thread(evaluate_policy, self.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
-                                      64, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples, progress)
+                                      64, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples,
+                                      self.cfg.logprob_temp, progress)
     finally:
         self.status.done()
         if paused is not None: paused.set()

@@ -1,4 +1,4 @@
-"""Trajectory Balance with a learned log Z, VarGrad, and PPO with GRPO / RLOO / Dr. GRPO advantages: pure tensor math over per-sequence log-probs and a group index.
+"""Trajectory Balance with a learned log Z, VarGrad, and the GRPO family as TRL computes it (grpo, dr_grpo, dapo, bnpo, cispo, rloo) with off-policy corrections: pure tensor math over per-sequence log-probs and a group index.
 
 Docs: https://tba-kit.github.io/tba_kit/objectives.html.md"""
 
@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+from fastcore.basics import patch
 from torch import nn, Tensor
 
 from .core import Batch, Registry, sequence_logprobs
 
 # %% auto #0
-__all__ = ['OBJECTIVES', 'LossOutput', 'check_finite', 'group_mean', 'check_groups', 'ScalarLogZ', 'TableLogZ', 'HeadLogZ',
-           'Needs', 'Objective', 'tb_residuals', 'TrajectoryBalance', 'vargrad_log_z', 'VarGrad', 'group_advantages',
-           'PPO']
+__all__ = ['IS_MODES', 'LOSS_TYPES', 'OBJECTIVES', 'LossOutput', 'check_finite', 'group_mean', 'check_groups', 'ScalarLogZ',
+           'TableLogZ', 'HeadLogZ', 'Needs', 'Objective', 'tb_residuals', 'TrajectoryBalance', 'vargrad_log_z',
+           'VarGrad', 'group_advantages', 'is_weights', 'PPO']
 
 # %% ../nbs/01_objectives.ipynb #db7e1f4b
 @dataclass(eq=False)
@@ -25,7 +26,7 @@ class LossOutput:
     "What an objective returns: the loss to minimise, its named terms and detached diagnostics"
     loss: Tensor  # scalar to backpropagate
     terms: dict  # named loss terms, e.g. {'loss/tb': ...}; they add up to `loss`
-    metrics: dict  # detached diagnostics, e.g. {'tb/logZ': ..., 'kl/mean': ...}
+    metrics: dict  # detached diagnostics, e.g. {'tb/logZ': ..., 'ref/log_ratio': ...}
 
     def log(self) -> dict:
         "Terms and metrics as floats, with one device transfer"
@@ -142,6 +143,7 @@ class Needs:
     "What an objective needs from the data and the run: config validation, the loop and the trainer read it"
     min_group:int = 1  # completions per prompt group (k): 2 for losses that compare a prompt's completions
     reference:bool = True  # log pi_ref of every completion (computed by the searchers or the trainer)
+    reference_tokens:bool = False  # per-token log pi_ref (a per-token KL term in the loss): the trainer computes them
     behaviour:bool = False  # the searchers' per-token log-probs (importance ratios)
     kl_name:str|None = None  # the attribute holding the KL coefficient, which a beta schedule assigns
     prompt_repr:bool = False  # each prompt's hidden state at its last token (a log Z conditioned on the prompt)
@@ -154,6 +156,9 @@ class Objective(nn.Module):
     def param_groups(self) -> list:
         "Optimizer parameter groups for the objective's own parameters, with their learning rates"
         return []
+    def share(self, mb:Batch, batch:Batch) -> float:
+        "The weight of micro-batch `mb`'s loss in the loss of `batch`, so that the micro-batches add up to the whole: its share of the rows"
+        return len(mb) / len(batch)
 
     def _sequence_inputs(self, logprobs, batch, need_ref=True):
         "log pi_theta [B], log pi_ref [B] and rewards [B], checked"
@@ -181,7 +186,7 @@ def _tb_output(delta, log_z, logp, ref, rewards):
     d = delta.detach()
     return LossOutput(loss, {'loss/tb': loss},
                       {'tb/logZ': log_z.detach().mean(), 'tb/residual_mean': d.mean(), 'tb/residual_std': d.std(unbiased=False),
-                       'kl/mean': (logp.detach() - ref).mean(), 'reward/mean': rewards.mean()})
+                       'ref/log_ratio': (logp.detach() - ref).mean(), 'reward/mean': rewards.mean()})
 
 # %% ../nbs/01_objectives.ipynb #807dff9d
 class TrajectoryBalance(Objective):
@@ -240,7 +245,7 @@ def group_advantages(
     rewards:Tensor,  # [B]
     group:Tensor,  # [B] group index
     kind:Literal['grpo', 'rloo', 'dr_grpo']='grpo',
-    eps:float=1e-6,  # added to the std for 'grpo'
+    eps:float=1e-4,  # added to the std for 'grpo' (TRL's value)
 ) -> Tensor:  # [B]
     "Group-relative advantages: GRPO (std-normalised), RLOO (leave-one-out) or Dr. GRPO (mean-centred)"
     centred = rewards - group_mean(rewards, group)
@@ -250,49 +255,124 @@ def group_advantages(
     if kind == 'grpo': return centred / ((group_mean(centred**2, group) * n / (n - 1)).sqrt() + eps)
     raise ValueError(f"advantage must be 'grpo', 'rloo' or 'dr_grpo', got {kind!r}")
 
+# %% ../nbs/01_objectives.ipynb #768e7315
+IS_MODES = ('none', 'token_truncate', 'token_mask', 'sequence_truncate', 'sequence_mask')
+
+def is_weights(
+    old_lp:Tensor,  # [B, L] per-token log-probs of the trainer's policy at the start of the step
+    behaviour_lp:Tensor,  # [B, L] per-token log-probs of the searcher that sampled the tokens
+    mask:Tensor,  # [B, L] completion mask
+    mode:str='sequence_mask',  # one of IS_MODES but 'none'
+    cap:float=3.,  # ratios above it are truncated to it, or masked (weight 0)
+) -> tuple:  # ([B, L] or [B, 1] detached weights; dict of 'is/ratio_mean' and 'is/clipped', before the cap)
+    "Importance weights behaviour -> old: TRL's truncated (TIS) or masked IS, per token or per sequence"
+    if mode not in IS_MODES[1:]: raise ValueError(f"is_correction must be one of {IS_MODES}, got {mode!r}")
+    d = torch.where(mask, old_lp - behaviour_lp, 0.).detach()  # [B, L]
+    if mode.startswith('sequence'): d = d.sum(-1, keepdim=True)  # [B, 1]: the whole completion's log-ratio
+    rho = d.exp()
+    over = rho > cap
+    w = rho.clamp(max=cap) if mode.endswith('truncate') else torch.where(over, 0., rho)
+    on = mask if d.shape[1] > 1 else torch.ones_like(d, dtype=torch.bool)  # the tokens, or the sequences
+    n = on.sum().clamp(min=1)
+    return w, {'is/ratio_mean': torch.where(on, rho, 0.).sum() / n, 'is/clipped': (over & on).sum() / n}
+
+# %% ../nbs/01_objectives.ipynb #5ebd333f
+LOSS_TYPES = ('grpo', 'dr_grpo', 'dapo', 'bnpo', 'cispo', 'rloo')
+
 class PPO(Objective):
-    "Clipped surrogate on pi_theta / pi_behaviour with group-relative advantages (GRPO, RLOO or Dr. GRPO)"
+    "TRL's GRPO-family losses: a clipped surrogate on the ratio to the step's starting policy, group-relative advantages, a `loss_type` normaliser"
     def __init__(self,
-                 clip:float=0.2,  # ratios outside [1 - clip, 1 + clip] stop contributing gradient
-                 advantage:Literal['grpo', 'rloo', 'dr_grpo']='grpo',
-                 kl_coef:float=0.,  # KL penalty to the reference, subtracted from the reward
-                 max_tokens:int|None=None):  # Dr. GRPO's constant normaliser (default: the batch's width)
+                 loss_type:str='grpo',  # one of LOSS_TYPES: how token losses become the loss (TRL's names)
+                 advantage:Literal['grpo', 'rloo', 'dr_grpo']|None=None,  # std-scaled, leave-one-out or centred (None: the loss type's own)
+                 clip:float=0.2,  # epsilon: ratios below 1 - clip (and above 1 + clip_high) stop contributing gradient
+                 clip_high:float|None=None,  # epsilon_high (None: clip); for 'cispo' the cap of its detached ratio (None: 5)
+                 kl_coef:float=0.,  # KL coefficient to the reference (TRL's beta)
+                 kl_in:str='reward',  # 'reward': kl_coef * (log pi - log pi_ref) off the reward; 'loss': TRL's per-token k3 term
+                 max_tokens:int|None=None,  # 'dr_grpo': the constant normaliser, the run's max_new_tokens (required)
+                 is_correction:str='none',  # importance weights behaviour -> old: one of IS_MODES
+                 is_cap:float=3.):  # truncation / masking threshold of the importance weights (TRL's default 3)
         super().__init__()
+        if loss_type not in LOSS_TYPES: raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+        advantage = advantage or {'dr_grpo': 'dr_grpo', 'rloo': 'rloo'}.get(loss_type, 'grpo')
         if advantage not in ('grpo', 'rloo', 'dr_grpo'): raise ValueError(f"advantage must be 'grpo', 'rloo' or 'dr_grpo', got {advantage!r}")
         if not 0 < clip < 1: raise ValueError(f"clip must be in (0, 1), got {clip}")
-        if kl_coef < 0: raise ValueError(f"kl_coef must be >= 0, got {kl_coef}")
-        self.clip, self.advantage, self.kl_coef, self.max_tokens = clip, advantage, kl_coef, max_tokens
+        if clip_high is not None and not clip_high > 0: raise ValueError(f"clip_high must be > 0, got {clip_high}")
+        if not kl_coef >= 0: raise ValueError(f"kl_coef must be >= 0, got {kl_coef}")
+        if kl_in not in ('reward', 'loss'): raise ValueError(f"kl_in must be 'reward' or 'loss', got {kl_in!r}")
+        if loss_type == 'dr_grpo' and not (max_tokens or 0) >= 1:
+            raise ValueError("loss_type 'dr_grpo' divides by a constant: pass max_tokens (the run's max_new_tokens), not the batch's width")
+        if is_correction not in IS_MODES: raise ValueError(f"is_correction must be one of {IS_MODES}, got {is_correction!r}")
+        if not is_cap > 0: raise ValueError(f"is_cap must be > 0, got {is_cap}")
+        if loss_type == 'rloo' and (kl_in == 'loss' or is_correction.startswith('token')):
+            raise ValueError("loss_type 'rloo' has one ratio per sequence: use kl_in='reward' and a 'sequence_*' is_correction")
+        self.loss_type, self.advantage, self.clip, self.kl_coef, self.kl_in = loss_type, advantage, clip, kl_coef, kl_in
+        self.clip_high = clip_high if clip_high is not None else (5. if loss_type == 'cispo' else clip)
+        self.max_tokens, self.is_correction, self.is_cap = max_tokens, is_correction, is_cap
 
     @property
-    def needs(self): return Needs(min_group=2, reference=self.kl_coef > 0, behaviour=True, kl_name='kl_coef')
+    def needs(self): return Needs(min_group=2, reference=self.kl_coef > 0, reference_tokens=self.kl_coef > 0 and self.kl_in == 'loss',
+                                  behaviour=self.is_correction != 'none', kl_name='kl_coef')
 
-    def forward(self, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None) -> LossOutput:
-        if logprobs.ndim != 2: raise ValueError(f"PPO needs per-token log-probs [B, L] = {tuple(batch.input_ids.shape)}, got {tuple(logprobs.shape)}")
-        check_groups(batch, f'PPO ({self.advantage} advantages)')
-        mask = batch.completion_mask  # [B, L]
-        logp, ref, rewards = self._sequence_inputs(logprobs, batch, need_ref=self.kl_coef > 0)
+    def share(self, mb:Batch, batch:Batch) -> float:
+        "Token losses over the whole batch's tokens ('dapo', 'cispo') weigh a micro-batch by its tokens, the others by its rows"
+        if self.loss_type in ('dapo', 'cispo'): return float(mb.completion_mask.sum() / batch.completion_mask.sum().clamp(min=1))
+        return len(mb) / len(batch)
+
+# %% ../nbs/01_objectives.ipynb #a06f541b
+@patch
+def _surrogate(self:PPO, logprobs:Tensor, logp:Tensor, adv:Tensor, mask:Tensor) -> tuple:
+    "Per-token ([B, L]) or, for 'rloo', per-sequence ([B, 1]) losses before weighting, and the ratio"
+    if self.loss_type == 'rloo': ratio = (logp - logp.detach()).exp()[:, None]  # [B, 1]: the sequence's ratio
+    else: ratio = torch.where(mask, logprobs - logprobs.detach(), 0.).exp()  # [B, L]
+    A = adv[:, None]
+    if self.loss_type == 'cispo': return -ratio.clamp(max=self.clip_high).detach() * A * logprobs, ratio
+    return -torch.min(ratio * A, ratio.clamp(1 - self.clip, 1 + self.clip_high) * A), ratio
+
+@patch
+def _reduce(self:PPO, losses:Tensor, mask:Tensor) -> Tensor:
+    "The loss of the batch the objective sees, by `loss_type`"
+    if self.loss_type == 'rloo': return losses.mean()
+    losses = torch.where(mask, losses, 0.)
+    if self.loss_type == 'grpo': return (losses.sum(-1) / mask.sum(-1).clamp(min=1)).mean()
+    if self.loss_type == 'dr_grpo': return losses.sum() / (len(losses) * self.max_tokens)
+    return losses.sum() / mask.sum().clamp(min=1)  # dapo, bnpo, cispo: a token mean (dapo and cispo: with `share`, over the whole batch)
+
+@patch
+def forward(self:PPO, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None) -> LossOutput:
+    if logprobs.ndim != 2: raise ValueError(f"PPO needs per-token log-probs [B, L] = {tuple(batch.input_ids.shape)}, got {tuple(logprobs.shape)}")
+    check_groups(batch, f'PPO ({self.loss_type})')
+    mask = batch.completion_mask  # [B, L]
+    logp, ref, rewards = self._sequence_inputs(logprobs, batch, need_ref=self.kl_coef > 0)
+    metrics = {'reward/mean': batch.rewards.mean()}
+    if torch.isfinite(ref).all(): metrics['ref/log_ratio'] = (logp.detach() - ref).mean()  # where the searchers gave log pi_ref
+    if self.kl_coef > 0 and self.kl_in == 'reward': rewards = rewards - self.kl_coef * (logp.detach() - ref)
+    adv = group_advantages(rewards, batch.group, self.advantage)  # [B]
+    losses, ratio = self._surrogate(logprobs, logp, adv, mask)  # [B, L] or [B, 1]
+    if self.is_correction != 'none':
         check_finite(batch.behaviour_logprobs, 'behaviour', batch)
-        kl = logp.detach() - ref  # [B] (nan without a reference)
-        if self.kl_coef > 0: rewards = rewards - self.kl_coef * kl
-        adv = group_advantages(rewards, batch.group, self.advantage)  # [B]
-        log_ratio = torch.where(mask, logprobs - batch.behaviour_logprobs.to(logprobs), 0.)  # [B, L]
-        ratio = log_ratio.exp()  # [B, L]
-        surrogate = -torch.min(ratio * adv[:, None], ratio.clamp(1 - self.clip, 1 + self.clip) * adv[:, None])  # [B, L]
-        surrogate = torch.where(mask, surrogate, 0.)
-        if self.advantage == 'dr_grpo': loss = surrogate.sum() / (len(batch) * (self.max_tokens or mask.shape[1]))
-        else: loss = (surrogate.sum(-1) / mask.sum(-1).clamp(min=1)).mean()
-        n_tok = mask.sum().clamp(min=1)
-        with torch.no_grad():
-            metrics = {'ppo/clipfrac': (((ratio - 1).abs() > self.clip) & mask).sum() / n_tok,
-                       'ppo/ratio_mean': torch.where(mask, ratio, 0.).sum() / n_tok,
-                       'ppo/approx_kl': torch.where(mask, ratio - 1 - log_ratio, 0.).sum() / n_tok,
-                       'ppo/adv_std': adv.std(unbiased=False), 'reward/mean': batch.rewards.mean()}
-            if torch.isfinite(kl).all(): metrics['kl/mean'] = kl.mean()
-        return LossOutput(loss, {'loss/ppo': loss}, metrics)
+        w, stats = is_weights(logprobs.detach(), batch.behaviour_logprobs.to(logprobs), mask, self.is_correction, self.is_cap)
+        losses, metrics = losses * w, metrics | stats
+    if self.kl_coef > 0 and self.kl_in == 'loss':
+        if batch.ref_token_logprobs is None: raise ValueError("kl_in='loss' needs per-token reference log-probs (batch.ref_token_logprobs): "
+                                                             "let the trainer compute the reference (ref_on: trainer)")
+        d = batch.ref_token_logprobs.to(logprobs) - logprobs  # [B, L]
+        k3 = (d.exp() - d - 1) * ratio  # TRL's k3 with its bias correction (ratio 1 in value)
+        losses, metrics['ppo/kl_k3'] = losses + self.kl_coef * k3, torch.where(mask, k3, 0.).sum().detach() / mask.sum().clamp(min=1)
+    loss = self._reduce(losses, mask)
+    with torch.no_grad():
+        clipped = ((ratio < 1 - self.clip) | (ratio > 1 + self.clip_high)) & (mask if ratio.shape[1] > 1 else True)
+        metrics |= {'ppo/clipfrac': clipped.sum() / (mask.sum() if ratio.shape[1] > 1 else len(ratio)), 'ppo/adv_std': adv.std(unbiased=False)}
+    return LossOutput(loss, {'loss/ppo': loss}, metrics)
 
 # %% ../nbs/01_objectives.ipynb #407efc99
 OBJECTIVES = Registry('objective')  # name -> factory(config) -> Objective
 OBJECTIVES.register('vargrad', lambda cfg: VarGrad(cfg.beta, gamma=cfg.gamma))
 OBJECTIVES.register('tb', lambda cfg: TrajectoryBalance(cfg.beta, log_z_lr=cfg.log_z_lr, gamma=cfg.gamma))
-for _name, _adv in [('ppo', 'grpo'), ('grpo', 'grpo'), ('rloo', 'rloo'), ('dr_grpo', 'dr_grpo')]:
-    OBJECTIVES.register(_name, lambda cfg, adv=_adv: PPO(clip=cfg.ppo_clip, advantage=adv, kl_coef=cfg.kl_coef))
+
+def _ppo(cfg, loss_type:str, **kw) -> PPO:
+    "A GRPO-family loss with the run's settings"
+    return PPO(loss_type, **dict(clip=cfg.ppo_clip, clip_high=cfg.ppo_clip_high, kl_coef=cfg.kl_coef, kl_in=cfg.kl_in,
+                                 max_tokens=cfg.max_new_tokens, is_correction=cfg.is_correction, is_cap=cfg.is_cap) | kw)
+
+for _lt in LOSS_TYPES: OBJECTIVES.register(_lt, lambda cfg, lt=_lt: _ppo(cfg, lt))
+OBJECTIVES.register('tba_prime', lambda cfg: _ppo(cfg, 'dr_grpo', kl_coef=cfg.beta, kl_in='reward'))

@@ -236,14 +236,14 @@ def _left_pad(seqs:list, pad_id:int):
         ids[i, P - len(s):] = torch.as_tensor(s, dtype=torch.long); mask[i, P - len(s):] = 1
     return ids, mask
 
-def _recorder():
-    "A logits processor that records the raw log-prob of each sampled token"
+def _recorder(temperature:float=1.):
+    "A logits processor that records the log-prob of each sampled token at `temperature` (before any filtering)"
     tf = require('transformers', 'pip install transformers')
     class Record(tf.LogitsProcessor):
         def __init__(self): self.steps, self.last = [], None
         def __call__(self, input_ids, scores):
             if self.last is not None: self.steps.append(self.last.gather(-1, input_ids[:, -1:]).squeeze(-1))  # [B]
-            self.last = torch.log_softmax(scores.float(), -1)  # [B, V]
+            self.last = torch.log_softmax(scores.float() / temperature, -1)  # [B, V]
             return scores
         def finish(self, final_tokens):  # [B] the last sampled tokens
             self.steps.append(self.last.gather(-1, final_tokens[:, None]).squeeze(-1))
@@ -265,20 +265,21 @@ def generate_completions(
     k:int=1,  # completions per prompt
     max_new_tokens:int=32,
     temperature:float=1.0,
+    logprob_temperature:float|None=None,  # the log-probs are of softmax(logits / this) (None: `temperature`; 1.0: raw)
     top_p:float=1.0,
     top_k:int=0,  # 0: no top-k filtering
     greedy:bool=False,  # argmax decoding (evaluation)
     batch_size:int=64,  # rows per generate call (whole prompts; k rows each)
     progress=None,  # called with (prompts done, prompts in all) after each generate call
 ) -> list:  # per prompt, k (completion ids [T], logprobs [T]) pairs
-    "Sample `k` completions per prompt; each with its per-token raw log-probs"
+    "Sample `k` completions per prompt; each with its per-token log-probs (tempered by `logprob_temperature`)"
     eos = tokenizer.eos_token_id
     per_call = max(1, batch_size // k)
     out = []
     for s in range(0, len(prompt_ids), per_call):
         chunk = [p for p in prompt_ids[s:s + per_call] for _ in range(k)]
         ids, mask = (t.to(_device(model)) for t in _left_pad(chunk, tokenizer.pad_token_id))
-        rec = _recorder()
+        rec = _recorder(temperature if logprob_temperature is None else logprob_temperature)
         gen = model.generate(input_ids=ids, attention_mask=mask, past_key_values=_prompt_cache(model, ids, mask, k),  # each prompt once
                              max_new_tokens=max_new_tokens, do_sample=not greedy,
                              temperature=temperature if not greedy else None, top_p=top_p if not greedy else None,
@@ -418,6 +419,7 @@ class _Generator:
     "The model side of a searcher: policy, reference, generation; used in-process and inside worker processes"
     def __init__(self, model, tokenizer, ref='copy', gen:dict|None=None):
         self.model, self.tok, self.gen = model.eval(), tokenizer, dict(gen or {})
+        if self.gen.get('logprob_temperature') is None: self.gen['logprob_temperature'] = self.gen.get('temperature', 1.)  # as sampled
         self.ref = copy.deepcopy(model).eval() if ref == 'copy' else (ref.eval() if ref is not None else None)
         self.version, self.pending = 0, _Pending()
 
@@ -437,8 +439,8 @@ class _Generator:
         groups = generate_completions(self.model, self.tok, pids, k=k, **self.gen)
         flatp = [p for p, g in zip(pids, groups) for _ in g]
         flatc = [c for g in groups for c, _ in g]
-        refs = (sequence_logprob_sums(self.ref, flatp, [c.tolist() for c in flatc], self.tok.pad_token_id,
-                                      self.gen.get('batch_size', 64)) if self.ref is not None else [None] * len(flatc))
+        refs = (sequence_logprob_sums(self.ref, flatp, [c.tolist() for c in flatc], self.tok.pad_token_id, self.gen.get('batch_size', 64),
+                                      self.gen['logprob_temperature']) if self.ref is not None else [None] * len(flatc))
         texts = self.tok.batch_decode(flatc, skip_special_tokens=True)
         it = iter(zip(flatc, [lp for g in groups for _, lp in g], refs, texts, flatp))
         return self.version, [[Completion(*next(it)) for _ in g] for g in groups], load_s
@@ -451,11 +453,12 @@ class HFSearcher(SearcherBase):
                  reward=None,  # TRL-style reward function (usually `task.reward`)
                  ref:nn.Module|str|None='copy',  # reference model: 'copy' of `model`, a model, or None (trainer computes it)
                  max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0,
+                 logprob_temperature:float|None=None,  # behaviour and reference log-probs of softmax(logits / this) (None: `temperature`)
                  batch_size:int=64,  # rows per generate call
                  name:str='hf0'):
         self.reward, self.name = reward, name
-        self._gen = _Generator(model, tokenizer, ref, dict(max_new_tokens=max_new_tokens, temperature=temperature,
-                                                           top_p=top_p, top_k=top_k, batch_size=batch_size))
+        self._gen = _Generator(model, tokenizer, ref, dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
+                                                           logprob_temperature=logprob_temperature, batch_size=batch_size))
         self._pending, self._lock = self._gen.pending, asyncio.Lock()
 
     @property
@@ -526,6 +529,7 @@ class ProcessSearcher(SearcherBase):
                  nice:int=0,  # added to the worker's CPU niceness (0-19): > 0 lets the trainer's threads go first on shared cores
                  seed:int|None=None,  # the worker's torch seed
                  max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0, batch_size:int=64,
+                 logprob_temperature:float|None=None,  # behaviour and reference log-probs of softmax(logits / this) (None: `temperature`)
                  name:str='proc0',
                  timeout:float=600.,  # seconds allowed for one search
                  start_timeout:float=600.,  # seconds allowed for starting (loading the model)
@@ -537,7 +541,8 @@ class ProcessSearcher(SearcherBase):
         self.max_restarts, self.restarts, self.searches = max_restarts, 0, 0
         if not 0 <= nice <= 19: raise ValueError(f"nice must be in 0..19, got {nice}")
         self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny, generator=generator, worker=worker,
-                         gen=dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, batch_size=batch_size))
+                         gen=dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, batch_size=batch_size,
+                                  logprob_temperature=logprob_temperature))
         self.proc = self.conn = None
         self._pending, self._lock = _Pending(), asyncio.Lock()
 
@@ -641,6 +646,7 @@ def evaluate(
     limit:int|None=None,  # first `limit` prompts only
     ref:nn.Module|None=None,  # reference policy (e.g. the initial / SFT model) for the KL estimate
     kl_samples:int=0,  # completions sampled per prompt to estimate KL(pi || ref) as eval/kl (0: no KL)
+    temperature:float=1.,  # sampling temperature of the KL's completions; both policies' log-probs are tempered by it
     progress=None,  # called with (problems done, problems in all) as the greedy completions come in
 ) -> dict:
     "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [(prompt, completion)]}"
@@ -652,7 +658,8 @@ def evaluate(
     try:
         groups = generate_completions(model, tokenizer, pids, k=1, greedy=True, max_new_tokens=max_new_tokens, batch_size=batch_size,
                                       progress=progress)
-        kl = kl_to_reference(model, ref, tokenizer, pids, kl_samples, max_new_tokens, batch_size) if ref is not None and kl_samples else None
+        kl = (kl_to_reference(model, ref, tokenizer, pids, kl_samples, max_new_tokens, batch_size, temperature)
+              if ref is not None and kl_samples else None)
     finally: model.train(was_training)
     texts = tokenizer.batch_decode([g[0][0] for g in groups], skip_special_tokens=True)
     res = {f'eval/{k}': v for k, v in task.evaluate(prompts, texts).items()}
@@ -667,12 +674,13 @@ def kl_to_reference(
     samples:int=4,  # completions sampled per prompt
     max_new_tokens:int=32,
     batch_size:int=64,
+    temperature:float=1.,  # KL between the policies tempered by this (the distribution the searchers sample from)
 ) -> float:
-    "Monte-Carlo KL(pi || ref) in nats per completion: mean of log pi(y|x) - log ref(y|x) over y ~ pi (temperature 1)"
-    groups = generate_completions(model, tokenizer, prompt_ids, k=samples, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    "Monte-Carlo KL(pi_T || ref_T) in nats per completion: mean of log pi_T(y|x) - log ref_T(y|x) over fresh samples y ~ pi_T"
+    groups = generate_completions(model, tokenizer, prompt_ids, k=samples, max_new_tokens=max_new_tokens, temperature=temperature, batch_size=batch_size)
     P = [p for p, g in zip(prompt_ids, groups) for _ in g]
     logp = [float(lp.sum()) for g in groups for _, lp in g]
-    ref_lp = sequence_logprob_sums(ref, P, [c for g in groups for c, _ in g], tokenizer.pad_token_id, batch_size)
+    ref_lp = sequence_logprob_sums(ref, P, [c for g in groups for c, _ in g], tokenizer.pad_token_id, batch_size, temperature)
     return sum(a - b for a, b in zip(logp, ref_lp)) / len(logp)
 
 # %% ../nbs/07_searchers.ipynb #6f5cfc18
@@ -683,7 +691,8 @@ def _plain(model):
 
 def hf_searcher(cfg, task, policy, tokenizer, i:int):
     "Searcher `i` of engine 'hf': transformers `generate` in this process (placement inline) or in a worker process"
-    gen, ref = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p), cfg.ref_on == 'searcher'
+    gen = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature)
+    ref = cfg.ref_on == 'searcher'
     if cfg.placement == 'inline':
         dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
         return HFSearcher(copy.deepcopy(_plain(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if ref else None, name=f'hf{i}', **gen)
@@ -693,7 +702,8 @@ def worker_kwargs(cfg, task, i:int) -> dict:
     "Arguments of `ProcessSearcher` (and of the Ray searcher, which extends it) for searcher `i` of a run"
     return dict(model=cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', threads=cfg.searcher_threads,
                 nice=cfg.searcher_nice, seed=cfg.seed + 1000 * (i + 1), timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
-                tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
+                tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                logprob_temperature=cfg.logprob_temperature)
 
 ENGINES = Registry('engine')  # name -> factory(config, task, policy, tokenizer, i) -> Searcher
 ENGINES['hf'], ENGINES['vllm'] = hf_searcher, 'tba_kit.vllm_searcher:vllm_searcher'

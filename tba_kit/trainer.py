@@ -33,7 +33,8 @@ def select_rows(batch:Batch, rows:list) -> Batch:
                  completion_mask=batch.completion_mask[idx, :L], behaviour_logprobs=batch.behaviour_logprobs[idx, :L],
                  rewards=batch.rewards[idx], ref_logprobs=batch.ref_logprobs[idx], versions=batch.versions[idx],
                  group=torch.tensor([remap[g] for g in old.tolist()]), prompt_keys=keys,
-                 trajectories=[batch.trajectories[i] for i in rows])
+                 trajectories=[batch.trajectories[i] for i in rows],
+                 ref_token_logprobs=None if batch.ref_token_logprobs is None else batch.ref_token_logprobs[idx, :L])
 
 def split_groups(batch:Batch, max_rows:int) -> list:
     "Micro-batches of whole groups with at most `max_rows` rows each (a larger group stays whole)"
@@ -93,6 +94,7 @@ class Trainer:
                  ref_model:nn.Module|str|None=None,  # trainer-side reference: a model, 'copy' of the policy, or None
                  ref_reset_every:int=0,  # rho: reset the reference to the policy every rho steps (0: never)
                  pad_id:int=0,
+                 temperature:float=1.,  # log-probs of softmax(logits / temperature), policy and reference: the searchers' logprob_temperature
                  share_prompts:bool=True):  # run each group's prompt once per forward (same numbers, a fraction of the compute)
         if precision not in ('bf16-mixed', 'fp32', 'bf16'): raise ValueError(f"precision must be 'bf16-mixed', 'fp32' or 'bf16', got {precision!r}")
         if precision != 'bf16': model.float()
@@ -100,7 +102,7 @@ class Trainer:
         self.device = _device(model)
         self.model, self.objective, self.precision, self.pad_id = model.train(), objective.to(self.device), precision, pad_id
         self.max_grad_norm, self.micro_batch_rows, self.beta, self.ref_reset_every = max_grad_norm, micro_batch_rows, beta, ref_reset_every
-        self.share_prompts = share_prompts
+        self.share_prompts, self.temperature = share_prompts, temperature
         self.ref = copy.deepcopy(model).eval().requires_grad_(False) if ref_model == 'copy' else ref_model
         self.params = [p for p in model.parameters() if p.requires_grad]
         groups = [dict(params=self.params, lr=lr, weight_decay=weight_decay)] + objective.param_groups()
@@ -121,13 +123,17 @@ class Trainer:
 # %% ../nbs/08_trainer.ipynb #3da1a4ce
 @patch
 def _fill_ref(self:Trainer, mb:Batch):
+    "Reference log-probs the objective needs and the batch lacks: sums of missing rows, or every token's (a per-token KL)"
+    needs = self.objective.needs
     missing = torch.isnan(mb.ref_logprobs)
-    if not missing.any() or not self.objective.needs.reference: return
+    if not needs.reference or not (missing.any() or needs.reference_tokens): return
     if self.ref is None: raise ValueError("the batch has no reference log-probs and the trainer has no reference model: "
-                                          "build searchers with ref='copy' or the Trainer with ref_model='copy'")
+                                          "build searchers with ref='copy' or the Trainer with ref_model='copy'"
+                                          + (" (a per-token KL needs the trainer's: ref_on: trainer)" if needs.reference_tokens else ""))
     with torch.no_grad(), self._autocast():
         lp, _ = self._logprobs(self.ref, mb)
     mb.ref_logprobs = torch.where(missing, sequence_logprobs(lp, mb.completion_mask), mb.ref_logprobs)
+    if needs.reference_tokens: mb.ref_token_logprobs = lp
 
 @patch
 def _forward(self:Trainer, mb:Batch):
@@ -137,12 +143,13 @@ def _forward(self:Trainer, mb:Batch):
 
 @patch
 def _logprobs(self:Trainer, model, mb:Batch, need_repr:bool=False) -> tuple:
-    "Per-token log-probs of the completions (each group's prompt computed once when the model allows, else every row whole) and, if asked, the hidden state at each row's last prompt token"
+    "Per-token log-probs of the completions at the trainer's temperature (each group's prompt computed once when the model allows, else every row whole) and, if asked, the hidden state at each row's last prompt token"
     kw = dict(output_hidden_states=True) if need_repr else {}
-    if self.share_prompts and (res := shared_prompt_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, mb.group, **kw)):
+    args = (mb.input_ids, mb.attention_mask, mb.completion_mask)
+    if self.share_prompts and (res := shared_prompt_logprobs(model, *args, mb.group, self.temperature, **kw)):
         lp, out = res
         return lp, out.hidden_states[-1][:, -1][mb.group].float() if need_repr else None  # prompts were left-padded: [G, P, H]
-    lp, out = completion_logprobs(model, mb.input_ids, mb.attention_mask, mb.completion_mask, **kw)
+    lp, out = completion_logprobs(model, *args, self.temperature, **kw)
     if not need_repr: return lp, None
     last = mb.completion_mask.float().argmax(-1) - 1  # [b]
     return lp, out.hidden_states[-1][torch.arange(len(mb)), last].float()  # [b, H]
@@ -159,16 +166,17 @@ def step(self:Trainer, batch:Batch) -> dict:
         self._fill_ref(mb)
         lp, prompt_repr = self._forward(mb)
         out = self.objective(lp, mb, prompt_repr)
-        (out.loss * (len(mb) / B)).backward()
-        for k, v in {**out.terms, **out.metrics, 'loss': out.loss}.items(): sums[k] = sums.get(k, 0.) + v.detach().float() * len(mb)
+        w = self.objective.share(mb, batch)
+        (out.loss * w).backward()  # micro-batches add up to the batch's loss
+        for k, v in {**out.terms, **out.metrics, 'loss': out.loss}.items(): sums[k] = sums.get(k, 0.) + v.detach().float() * w
     grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm or float('inf'))  # inf: measure only
-    if not (torch.isfinite(sums['loss']) and torch.isfinite(grad_norm)): self._refuse(batch, float(sums['loss']) / B, float(grad_norm))
+    if not (torch.isfinite(sums['loss']) and torch.isfinite(grad_norm)): self._refuse(batch, float(sums['loss']), float(grad_norm))
     del sums['loss']
     self.optimizer.step(); self.optimizer.zero_grad(set_to_none=True)
     lr = self.optimizer.param_groups[0]['lr']
     self.scheduler.step()
     self.step_count += 1
-    metrics = {k: float(v) / B for k, v in sums.items()}
+    metrics = {k: float(v) for k, v in sums.items()}
     metrics.update({'train/grad_norm': float(grad_norm), 'train/lr': lr, 'train/step': self.step_count,
                     'train/rows': B, 'train/tokens': int(batch.attention_mask.sum()),
                     'train/staleness': float((self.version - 1 - batch.versions).float().mean())})

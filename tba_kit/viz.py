@@ -80,13 +80,14 @@ def curves(runs, x:str='step', window:int=10, reward_key:str='reward/mean', eval
     return fig
 
 # %% ../nbs/12_viz.ipynb #26cc738c
-_HEALTH = [('loss/tb', 'TB loss'), ('tb/logZ', 'log Z'), ('kl/mean', 'KL to reference'), ('buffer/size', 'buffer size'),
+_HEALTH = [('loss/tb', 'TB loss'), ('tb/logZ', 'log Z'), ('eval/kl', 'KL to reference (fresh samples)'),
+           ('ref/log_ratio', 'log-ratio to reference (replayed)'), ('buffer/size', 'buffer size'),
            ('buffer/staleness_mean', 'mean staleness (versions)'), ('search/tokens_per_s', 'searcher tokens/s')]
 
 def health(runs, x:str='step'):
     "A grid of run-health series plus the trainer's busy and waiting seconds per step"
     go, sp = _plotly('graph_objects'), _plotly('subplots')
-    titles = [t for _, t in _HEALTH] + ['trainer seconds per step (busy / waiting)']
+    titles = [t for _, t in _HEALTH] + ['trainer seconds per step (busy / waiting)']  # the last panel: row 3, column 2
     fig = sp.make_subplots(rows=3, cols=3, subplot_titles=titles)
     for j, (name, rows) in enumerate(_runs(runs).items()):
         for i, (key, _) in enumerate(_HEALTH):
@@ -95,7 +96,7 @@ def health(runs, x:str='step'):
                                             line_color=_color(j)), i // 3 + 1, i % 3 + 1)
         for key, label in (('train/step_seconds', 'busy'), ('train/wait_seconds', 'waiting')):
             xs, ys = _series([r for r in rows if 'train/step' in r], key, x)
-            fig.add_trace(go.Bar(x=xs, y=ys, name=f"{name} {label}", legendgroup=name), 3, 1)
+            fig.add_trace(go.Bar(x=xs, y=ys, name=f"{name} {label}", legendgroup=name), 3, 2)
     fig.update_layout(barmode='stack', height=750, margin=dict(t=40, b=40))
     return fig
 
@@ -203,14 +204,15 @@ def timeline(run, last:float|None=None):
     return fig
 
 # %% ../nbs/12_viz.ipynb #d4c1e46e
-def pareto(runs:dict, last:int=10, kl_key:str='kl/mean', reward_key:str='reward/mean'):
-    "One point per run: mean KL to the reference vs mean reward over its last `last` steps"
+def pareto(runs:dict, last:int=3, kl_key:str='eval/kl', reward_key:str='eval/reward'):
+    "One point per run: mean KL to the reference vs mean reward over its last `last` evaluations (rows with both keys)"
     go = _plotly('graph_objects')
     fig = go.Figure()
     for j, (name, rows) in enumerate(_runs(runs).items()):
         tail = [r for r in rows if kl_key in r and reward_key in r][-last:]
-        if not tail: raise ValueError(f"run {name!r} has no steps with both {kl_key!r} and {reward_key!r}")
+        if not tail: raise ValueError(f"run {name!r} has no rows with both {kl_key!r} and {reward_key!r}"
+                                   + (": evaluate with eval_kl_samples >= 1" if kl_key == 'eval/kl' else ""))
         kl, rw = sum(r[kl_key] for r in tail) / len(tail), sum(r[reward_key] for r in tail) / len(tail)
         fig.add_trace(go.Scatter(x=[kl], y=[rw], mode='markers+text', text=[name], textposition='top center', name=name, marker=dict(size=12, color=_color(j))))
-    fig.update_layout(xaxis_title=f"{kl_key} (last {last} steps)", yaxis_title=reward_key, height=380, margin=dict(t=30, b=40))
+    fig.update_layout(xaxis_title=f"{kl_key} (last {last} evaluations)", yaxis_title=reward_key, height=380, margin=dict(t=30, b=40))
     return fig

@@ -44,11 +44,23 @@ def vllm_available() -> bool:
 
 # %% ../nbs/07b_vllm.ipynb #9237dc3a
 def engine_kwargs(dtype:str='bfloat16', max_model_len:int=2048, kv_cache_gib:float=1.0, enforce_eager:bool=True,
-                  seed:int=0, engine_kw:dict|None=None) -> dict:
+                  seed:int=0, engine_kw:dict|None=None,
+                  logprobs_mode:str='raw_logprobs') -> dict:  # 'processed_logprobs': sampled tokens' log-probs after temperature
     "vLLM engine arguments: an explicit KV cache size, no stats logging, then `engine_kw` on top"
     if kv_cache_gib <= 0: raise ValueError(f"kv_cache_gib must be > 0 (the KV cache size in GiB), got {kv_cache_gib}")
     return dict(dtype=dtype, max_model_len=max_model_len, kv_cache_memory_bytes=int(kv_cache_gib * 2**30),
-                enforce_eager=enforce_eager, seed=seed, disable_log_stats=True) | dict(engine_kw or {})
+                enforce_eager=enforce_eager, seed=seed, disable_log_stats=True, logprobs_mode=logprobs_mode) | dict(engine_kw or {})
+
+def _logprobs_mode(logprob_temperature:float, gen:dict, ref:bool) -> str:
+    "vLLM's logprobs_mode that gives log-probs at `logprob_temperature`, or a ValueError saying which setting cannot"
+    if logprob_temperature == 1: return 'raw_logprobs'
+    if ref: raise ValueError(f"logprob_temperature={logprob_temperature}: vLLM's reference engine computes prompt log-probs without "
+                             "temperature; let the trainer compute tempered reference log-probs (ref=False; in a config ref_on: trainer)")
+    if logprob_temperature != gen['temperature'] or gen['top_p'] < 1 or gen['top_k'] > 0:
+        raise ValueError(f"vLLM reports log-probs at the sampling temperature (without top-p / top-k filtering) or raw: "
+                         f"logprob_temperature must be 1.0 or temperature={gen['temperature']} with top_p=1 and top_k=0, got "
+                         f"logprob_temperature={logprob_temperature}, top_p={gen['top_p']}, top_k={gen['top_k']}")
+    return 'processed_logprobs'
 
 def engine_args(model:str, **settings):
     "vLLM `AsyncEngineArgs` for a searcher engine (token ids in and out: no tokenizer); `settings` as for `engine_kwargs`"
@@ -140,6 +152,7 @@ class VLLMSearcher(SearcherBase):
                  dtype:str='bfloat16',
                  ref:bool=True,  # reference log-probs from a second engine holding the initial (or last reset) weights
                  max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0,
+                 logprob_temperature:float|None=None,  # behaviour log-probs of softmax(logits / this): None (= temperature) or 1.0 (raw)
                  seed:int=0,  # the engine's sampling seed
                  max_model_len:int=2048,  # longest prompt + completion
                  kv_cache_gib:float=1.0,  # KV cache of the policy engine
@@ -152,6 +165,7 @@ class VLLMSearcher(SearcherBase):
         self.model, self.reward, self.name, self.timeout, self.version = model, reward, name, timeout, 0
         self.gen = dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k)
         self.engine_cfg = dict(dtype=dtype, max_model_len=max_model_len, enforce_eager=enforce_eager, seed=seed, engine_kw=engine_kw)
+        self.logprobs_mode = _logprobs_mode(temperature if logprob_temperature is None else logprob_temperature, self.gen, ref)
         self.kv, self.ref_kv, self.ref, self.cpu_threads = kv_cache_gib, ref_kv_cache_gib, ref, cpu_threads
         self.engine = self.ref_engine = self.tok = self.transport = None
         self._pending, self._sync_task, self._sync_error, self._load_s = _Pending(), None, None, None
@@ -174,7 +188,7 @@ class VLLMSearcher(SearcherBase):
                 folder = self.transport.serve(folder)
                 with cpu_binding(self.cpu_threads):
                     self.engine = await self._within(asyncio.to_thread(v.AsyncLLM.from_engine_args,
-                        engine_args(folder, kv_cache_gib=self.kv, **self.engine_cfg)), 'start')
+                        engine_args(folder, kv_cache_gib=self.kv, logprobs_mode=self.logprobs_mode, **self.engine_cfg)), 'start')
                     if self.ref:
                         self.ref_engine = await self._within(asyncio.to_thread(v.AsyncLLM.from_engine_args,
                             engine_args(folder, kv_cache_gib=self.ref_kv, **self.engine_cfg)), 'start (reference engine)')
@@ -328,7 +342,8 @@ def vllm_kwargs(cfg, i:int) -> dict:
     return dict(model=cfg.model, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', seed=cfg.seed + 1000 * (i + 1),
                 max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
                 cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw, name=f'vllm{i}', timeout=cfg.search_timeout,
-                max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
+                max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                logprob_temperature=cfg.logprob_temperature)
 
 # %% ../nbs/07b_vllm.ipynb #28fcac2f
 class VLLMWorker:

@@ -32,14 +32,14 @@ TINY = dict(model='tiny', k=4, prompts_per_step=2, search_prompts=2, max_new_tok
 
 
 def test_ppo_refuses_groups_of_one_before_any_model_loads():
-    "Bug: `objective: ppo, k: 1` passed validation and failed at step 1 (group advantages of one completion are 0)"
-    with pytest.raises(ValueError, match="config field 'k': 'ppo' compares the completions"): Config(objective='ppo', k=1)
+    "Bug: `objective: grpo, k: 1` passed validation and failed at step 1 (group advantages of one completion are 0)"
+    with pytest.raises(ValueError, match="config field 'k': 'grpo' compares the completions"): Config(objective='grpo', k=1)
     Config(objective='tb', k=1)  # TB learns log Z and takes single completions
 
 
 def test_sync_ppo_drops_groups_shrunk_to_one_by_unscorable_completions(tmp_path):
     "Bug: in sync mode a group left with one scored completion reached PPO, which raised"
-    s = asyncio.run(run(**TINY, task='o_shrink', objective='ppo', mode='sync', steps=3, out_dir=str(tmp_path), progress=False))
+    s = asyncio.run(run(**TINY, task='o_shrink', objective='grpo', mode='sync', steps=3, out_dir=str(tmp_path), progress=False))
     assert s.steps == 3
     rows = [json.loads(l) for l in open(tmp_path / 'metrics.jsonl')]
     assert sum(r.get('search/unscored', 0) for r in rows) > 0  # prompt 0 came up and lost completions
