@@ -53,7 +53,7 @@ class ReplayBuffer:
         self._groups = {}  # prompt id -> _Group
         self._order = deque()  # (seq, prompt id, key) in insertion order, for the global bound; may hold dead entries
         self._seq = self._size = self.syncs = 0
-        self._fresh, self._recent = {}, {}  # prompt ids refreshed since the last sync / in the period before it
+        self._fresh, self._recent = {}, {}  # prompt id -> seq of its first completion since the last sync / in the period before it
         self._prompts = self._recent_cache = None
         self.stats = dict(added=0, duplicates=0, evicted=0)
 
@@ -89,7 +89,7 @@ def add(self:ReplayBuffer, trajs) -> int:
             evicted += 1
         g.changed()
         if pid not in fresh:
-            fresh[pid] = None
+            fresh[pid] = seq
             self._recent_cache = None
     self._size += new - evicted
     self.stats['added'] += new
@@ -168,6 +168,23 @@ def recent_prompts(self:ReplayBuffer) -> list:
         self._recent_cache = [p for p in pool if p in self._groups]
     return self._recent_cache
 
+@patch
+def recent_key(self:ReplayBuffer) -> int:
+    "The sync period whose prompts `recent_prompts` returns (changes when the pool does)"
+    return self.syncs if self._fresh else self.syncs - 1
+
+@patch
+def recent_group(self:ReplayBuffer, prompt_id) -> list:
+    "The completions of a recent prompt that arrived in the period of `recent_prompts`, oldest first ([] for other prompts)"
+    since = (self._fresh or self._recent).get(prompt_id)
+    g = self._groups.get(prompt_id)
+    if since is None or g is None: return []
+    new = []
+    for seq, t in reversed(g.items.values()):  # insertion order: the new ones are the tail
+        if seq < since: break
+        new.append(t)
+    return new[::-1]
+
 # %% ../nbs/02_buffer.ipynb #480d4ff9
 @patch
 def metrics(self:ReplayBuffer, version:int|None=None) -> dict:
@@ -204,7 +221,7 @@ def state_dict(self:ReplayBuffer) -> dict:
         'format': _FORMAT,
         'config': dict(capacity_per_prompt=self.capacity_per_prompt, max_size=self.max_size, dedup=self.dedup),
         'seq': self._seq, 'syncs': self.syncs, 'stats': dict(self.stats),
-        'fresh': list(self._fresh), 'recent': list(self._recent),
+        'fresh': dict(self._fresh), 'recent': dict(self._recent),  # prompt id -> first seq of the period
         'group_order': list(self._groups),  # samplers index prompts in this order
         'prompts': prompts,
         'rows': {
@@ -241,4 +258,4 @@ def load_state_dict(self:ReplayBuffer, state:dict):
         if self.max_size is not None: self._order.append((seq, pid, key))
     self._size = len(r['seq'])
     self._seq, self.syncs, self.stats = state['seq'], state['syncs'], dict(state['stats'])
-    self._fresh, self._recent = dict.fromkeys(state['fresh']), dict.fromkeys(state['recent'])
+    self._fresh, self._recent = (dict(s) if isinstance(s, dict) else dict.fromkeys(s, 0) for s in (state['fresh'], state['recent']))  # lists: before recent_group

@@ -34,6 +34,7 @@ class ModelFields:
     beta:float = 0.05  # KL coefficient: target pi_ref * exp(r / beta)
     beta_final:float|None = None  # linear decay of beta to this value over beta_steps (None: constant); 'vargrad', 'tb', 'tba_prime'
     beta_steps:int = 0
+    beta_cut:int|None = None  # the update from which beta is beta_final at once (the paper's TL;DR: 32); null: after beta_steps
     log_z_lr:float = 0.1  # learning rate of log Z ('tb' only)
     gamma:float = 1.0  # reference prior temperature of 'tb' / 'vargrad': target pi_ref^(1/gamma) exp(r/beta) (red-teaming)
     ppo_clip:float = 0.2  # GRPO family: TRL's epsilon
@@ -53,6 +54,7 @@ class SearchFields(ModelFields):
     sampler:str = 'mixed'  # 'mixed' (paper), 'reward', 'recency', 'uniform', or 'module:Name' (Name(config) -> Sampler)
     p_recent:float = 0.95  # m: probability that a slot is a recent prompt's newest K completions
     inv_temp:float = 0.  # reward-prioritised sampling temperature (0: uniform over completions)
+    recent_fill:str = 'older'  # a recency slot with fewer than k new completions: 'older' (top up with older ones) or 'repeat' (the paper's code)
     max_staleness:int|None = None  # drop completions older than this many versions (None: keep all)
     buffer_capacity:int = 100  # completions kept per prompt
     dedup:bool = True  # drop exact-token duplicates of a prompt's completions (the paper); off for short answers, whose repeats carry the policy's frequencies
@@ -66,6 +68,7 @@ class SearchFields(ModelFields):
     searcher_threads:int = 1  # torch threads of each searcher process
     searcher_nice:int = 0  # CPU niceness added to searcher processes (0-19): > 0 gives the trainer the shared cores first
     search_prompts:int = 4  # prompts per search call
+    search_k:int|None = None  # completions an async search draws per prompt (the paper: 1.2 k, so that k distinct new ones exist after dedup); null: k
     sync_every:int = 1  # trainer steps between weight syncs (the paper's k)
     max_new_tokens:int = 32
     temperature:float = 1.0
@@ -96,6 +99,7 @@ class Config(SearchFields):
     lr_schedule:str = 'constant'  # any transformers schedule name, e.g. 'warmup_stable_decay'
     warmup_steps:int = 0
     decay_steps:int = 0
+    stable_steps:int|None = None  # warmup_stable_decay: steps at the peak rate (null: steps - warmup_steps - decay_steps)
     weight_decay:float = 0.
     max_grad_norm:float|None = 1.0
     micro_batch_rows:int = 32
@@ -164,13 +168,14 @@ def validate(self:Config):
     _need(self.is_correction in IS_MODES, 'is_correction', f"must be one of {IS_MODES}, got {self.is_correction!r}")
     _need(self.is_cap > 0, 'is_cap', f"must be > 0, got {self.is_cap}")
     _need(self.ppo_clip_high is None or self.ppo_clip_high > 0, 'ppo_clip_high', f"must be > 0 or null, got {self.ppo_clip_high}")
-    from tba_kit.samplers import SAMPLERS
+    from tba_kit.samplers import FILLS, SAMPLERS
+    _need(self.recent_fill in FILLS, 'recent_fill', f"must be one of {FILLS}, got {self.recent_fill!r}")
     if not given(self.objective): self.check_needs(_built('objective', OBJECTIVES, self).needs)
     if not given(self.sampler): _built('sampler', SAMPLERS, self)
     _need(self.beta_final is None or (self.beta_final > 0 and self.beta_steps >= 1), 'beta_final',
          "a decaying beta needs beta_final > 0 and beta_steps >= 1")
+    _need(self.beta_cut is None or (self.beta_final is not None and self.beta_cut >= 1), 'beta_cut', f"needs beta_final and must be >= 1, got {self.beta_cut}")
     self.check_ranges()
-
 
 # %% ../nbs/09_config.ipynb #02239102
 @patch
@@ -179,6 +184,7 @@ def check_ranges(self:Config):
     for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'search_prompts', 'sync_every',
                  'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
         _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+    _need(self.stable_steps is None or self.stable_steps >= 0, 'stable_steps', f"must be >= 0 or null, got {self.stable_steps}")
     for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'searcher_restarts'):
         _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
     _need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
@@ -208,11 +214,11 @@ def check_ranges(self:Config):
         _need(self.logprob_temp == self.temperature and self.top_p == 1, 'logprob_temperature', "vLLM reports log-probs at the sampling "
               f"temperature without top-p, or raw: use null or 1.0 (got {self.logprob_temperature}, top_p {self.top_p})")
     _need(0 < self.top_p <= 1, 'top_p', f"must be in (0, 1], got {self.top_p}")
+    _need(self.search_k is None or self.search_k >= 1, 'search_k', f"must be >= 1 or null (k), got {self.search_k}")
     _need(self.buffer_capacity >= self.k, 'buffer_capacity', f"must hold at least k = {self.k} completions per prompt, got {self.buffer_capacity}")
     _need(self.max_staleness is None or self.max_staleness >= 0, 'max_staleness', "must be >= 0 or null")
     bad = [x for x in self.log_with if x not in LOGGERS]
     _need(not bad, 'log_with', f"unknown logger(s) {bad}: choose from {LOGGERS}")
-
 
 # %% ../nbs/09_config.ipynb #f3033452
 @patch

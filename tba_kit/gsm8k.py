@@ -6,16 +6,17 @@ Docs: https://tba-kit.github.io/tba_kit/gsm8k.html.md"""
 
 # %% ../nbs/06b_gsm8k.ipynb #fd69abea
 from __future__ import annotations
+import functools, re
 from typing import Sequence
 
 from .models import require
 from .tasks import Prompt, PromptTask, completion_text, last_number, reasoning_gym_splits, same_number
 
 # %% auto #0
-__all__ = ['GSM8K_TEMPLATE', 'GSM8K_FIXTURE', 'gsm8k_gold', 'gsm8k_answer', 'gsm8k_reward', 'GSM8KTask']
+__all__ = ['GSM8K_TEMPLATE', 'GSM8K_FIXTURE', 'gsm8k_gold', 'gsm8k_answer', 'gsm8k_reward', 'gsm8k_scores', 'GSM8KTask']
 
 # %% ../nbs/06b_gsm8k.ipynb #88d37d58
-GSM8K_TEMPLATE = "[MATH_TASK] Problem:\n{question}\n\nSolution:"
+GSM8K_TEMPLATE = "[MATH TASK] Problem:\n{question}\n\nSolution:\n"  # the paper's code
 
 # %% ../nbs/06b_gsm8k.ipynb #e56e8891
 def gsm8k_gold(solution:str) -> str:
@@ -23,17 +24,34 @@ def gsm8k_gold(solution:str) -> str:
     if '####' not in solution: raise ValueError(f"a GSM8K solution ends with '#### <answer>'; got {solution[-80:]!r}")
     return solution.rsplit('####', 1)[1].strip().replace(',', '').replace('$', '')
 
-_STOPS = ('[MATH_TASK]', '\nProblem:')
+_STOPS = ('[MATH_TASK]', '[MATH TASK]', '\nProblem:')
+_PAPER_NUMBER = re.compile(r"[+-]?\d+\.\d*|[+-]?\.\d+|[+-]?\d+e[-+]?\d+|[+-]?\d+")  # signed decimals, exponents, integers
 
-def gsm8k_answer(completion:str, stops:Sequence[str]=_STOPS) -> str|None:
-    "The model's answer: the last number before any run-on into a new problem"
+def gsm8k_answer(completion:str, stops:Sequence[str]=()) -> str|None:
+    "The paper's answer: the last number of the completion (commas removed), cut first at any of `stops`"
     cut = min([i for s in stops if (i := completion.find(s)) >= 0], default=len(completion))
-    return last_number(completion[:cut])
+    found = _PAPER_NUMBER.findall(completion[:cut].replace(',', ''))
+    return found[-1] if found else None
 
-def gsm8k_reward(prompts, completions, completion_ids=None, answer=None, **kw) -> list:
-    "1.0 when the completion's last number equals the gold `answer`, else 0.0 (TRL signature)"
+def gsm8k_reward(prompts, completions, completion_ids=None, answer=None, stops:Sequence[str]=(), **kw) -> list:
+    "1.0 when the completion's last number equals the gold `answer` as a number, else 0.0 (TRL signature)"
     if answer is None: raise ValueError("gsm8k_reward needs the `answer` column (the gold after '####')")
-    return [float(same_number(gsm8k_answer(completion_text(c)), a)) for c, a in zip(completions, answer)]
+    return [float(same_number(gsm8k_answer(completion_text(c), stops), a)) for c, a in zip(completions, answer)]
+
+# %% ../nbs/06b_gsm8k.ipynb #005d3085
+_STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
+_FLEXIBLE = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")
+_HARNESS_STOPS = ('Question:', '</s>', '<|im_end|>')
+
+def _harness_norm(s:str) -> str: return re.sub(r"\.$", "", s.replace(',', '').replace('$', '')).strip().lower()
+
+def gsm8k_scores(completion:str, gold:str) -> dict:
+    "The paper's pass@1 and lm-evaluation-harness's strict-match and flexible-extract for one completion (1.0 or 0.0)"
+    cut = completion[:min([i for s in _HARNESS_STOPS if (i := completion.find(s)) >= 0], default=len(completion))]
+    strict, flexible = _STRICT.search(cut), [a or b for a, b in _FLEXIBLE.findall(cut)]
+    ok = lambda found: float(found is not None and _harness_norm(found) == _harness_norm(gold))
+    return {'pass@1': float(same_number(gsm8k_answer(completion), gold)), 'strict_match': ok(strict and strict.group(1)),
+            'flexible_extract': ok(flexible[-1] if flexible else None)}
 
 # %% ../nbs/06b_gsm8k.ipynb #a5f997a4
 GSM8K_FIXTURE = [  # written for tba_kit: GSM8K's format (reasoning, then '#### answer'), known answers
@@ -77,13 +95,14 @@ def _load_gsm_symbolic(n_train:int, n_test:int, seed:int) -> tuple:
 
 # %% ../nbs/06b_gsm8k.ipynb #986a69a5
 class GSM8KTask(PromptTask):
-    "GSM8K: the paper's prompt format, last-number reward, greedy pass@1 on the test split"
+    "GSM8K: the paper's prompt format and last-number reward; greedy pass@1, strict-match and flexible-extract on the test split"
     def __init__(self,
                  source:str|list='openai/gsm8k',  # hub dataset / local path, 'gsm_symbolic', 'fixture', or a list of dicts
                  n_train:int|None=None,  # first n training problems (None: all; gsm_symbolic: 2000)
                  n_test:int|None=None,  # first n test problems (None: all; gsm_symbolic: 200)
                  template:str=GSM8K_TEMPLATE,  # how a question becomes the prompt ('{question}' is replaced)
                  chat:bool=False,  # wrap the formatted question as a user message (instruct models)
+                 cut_run_on:bool=False,  # score only up to a run-on into a new problem (the paper's code scores the whole completion)
                  seed:int=0):  # gsm_symbolic's generation seed
         if '{question}' not in template: raise ValueError(f"template must contain '{{question}}', got {template!r}")
         if isinstance(source, list): train, test = source, []
@@ -93,12 +112,14 @@ class GSM8KTask(PromptTask):
         def mk(split, i, e):
             text = template.format(question=e['question'].strip())
             return Prompt(f"gsm8k/{split}/{i}", [{'role': 'user', 'content': text}] if chat else text, {'answer': gsm8k_gold(e['answer'])})
-        super().__init__([mk('train', i, e) for i, e in enumerate(train[:n_train])], gsm8k_reward,
+        reward = functools.partial(gsm8k_reward, stops=_STOPS) if cut_run_on else gsm8k_reward
+        super().__init__([mk('train', i, e) for i, e in enumerate(train[:n_train])], reward,
                          [mk('test', i, e) for i, e in enumerate(test[:n_test])], name='gsm8k' if source != 'gsm_symbolic' else 'gsm_symbolic')
         self.source = source if isinstance(source, str) else 'list'
 
     def evaluate(self, prompts:list, completions:list) -> dict:
-        "Greedy pass@1 (completions are the greedy ones) and the share of completions with any number in them"
-        out = super().evaluate(prompts, completions)
-        answered = sum(gsm8k_answer(completion_text(c)) is not None for c in completions) / max(len(completions), 1)
-        return {'pass@1': out['accuracy'], 'accuracy': out['accuracy'], 'answered': answered}
+        "Greedy pass@1 by the paper's rule, lm-evaluation-harness's strict-match and flexible-extract, and the share with a number"
+        texts, n = [completion_text(c) for c in completions], max(len(completions), 1)
+        scores = [gsm8k_scores(t, p.fields['answer']) for t, p in zip(texts, prompts)]
+        out = {k: sum(s[k] for s in scores) / n for k in ('pass@1', 'strict_match', 'flexible_extract')}
+        return out | {'accuracy': out['pass@1'], 'answered': sum(gsm8k_answer(t) is not None for t in texts) / n}

@@ -343,8 +343,8 @@ class Run:
             self.eval_ref = (copy.deepcopy(ref) if ref is self.model else ref).eval().requires_grad_(False)
         self.trainer = Trainer(self.model, objective, lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                micro_batch_rows=cfg.micro_batch_rows, precision=cfg.precision, lr_schedule=cfg.lr_schedule,
-                               warmup_steps=cfg.warmup_steps, decay_steps=cfg.decay_steps, total_steps=cfg.steps,
-                               beta=BetaSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps) if _kl_is_beta(objective, cfg) else None,
+                               warmup_steps=cfg.warmup_steps, decay_steps=cfg.decay_steps, stable_steps=cfg.stable_steps, total_steps=cfg.steps,
+                               beta=BetaSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps, cfg.beta_cut) if _kl_is_beta(objective, cfg) else None,
                                ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
                                ref_reset_every=cfg.ref_reset_every,
                                pad_id=self.tok.pad_token_id, temperature=cfg.logprob_temp)
@@ -379,10 +379,10 @@ async def hand_out(self:Run, handle, t:float, reset_ref:bool=False) -> float:
 # searching -----------------------------------------------------------------------------------------------------
 
 @patch
-async def search_once(self:Run, searcher, prompts) -> list:
-    "One search; a failed reward batch is counted and skipped"
+async def search_once(self:Run, searcher, prompts, k:int|None=None) -> list:
+    "One search of `k` completions per prompt (default: `k`); a failed reward batch is counted and skipped"
     t = time.perf_counter()
-    try: res = await searcher.search(prompts, self.cfg.k)
+    try: res = await searcher.search(prompts, k or self.cfg.k)
     except RewardError as e:
         self.log.span(searcher.name, 'search', t, completions=0)
         self.guard.failure(e); return []
@@ -397,7 +397,7 @@ async def search_once(self:Run, searcher, prompts) -> list:
 async def searcher_loop(self:Run, searcher, data:asyncio.Event, paused:asyncio.Event):
     while not self.stopping:
         await paused.wait()
-        trajs = await self.search_once(searcher, self.stream.take(self.cfg.search_prompts))
+        trajs = await self.search_once(searcher, self.stream.take(self.cfg.search_prompts), self.cfg.search_k)
         self.buffer.add(trajs)
         data.set()
 

@@ -10,11 +10,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+from fastcore.basics import patch
 
 from .core import Batch, Registry, collate
 
 # %% auto #0
-__all__ = ['SAMPLERS', 'Sample', 'Sampler', 'UniformSampler', 'RewardSampler', 'RecencySampler', 'MixedSampler', 'StalenessCap']
+__all__ = ['FILLS', 'SAMPLERS', 'Sample', 'PromptCycle', 'Sampler', 'UniformSampler', 'RewardSampler', 'RecencySampler',
+           'MixedSampler', 'StalenessCap']
 
 # %% ../nbs/03_samplers.ipynb #d8a86bce
 @dataclass(eq=False)
@@ -38,10 +40,31 @@ def _softmax_topk_gumbel(scores, k, rng):
     keys = scores + rng.gumbel(size=len(scores))
     return np.argpartition(-keys, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
 
+class PromptCycle:
+    "Prompts drawn uniformly without replacement from a pool that is refilled once all were drawn (the paper's get_batch)"
+    def __init__(self): self.drawn, self.key = set(), None
+
+    def draw(self, prompts:list, avoid:set, rng, key=None):
+        "A prompt of `prompts` not drawn since the last refill and not in `avoid`; a new `key` starts a new pool"
+        if key != self.key: self.drawn, self.key = set(), key
+        drawn = self.drawn
+        for _ in range(8):  # rejection: cheap while most prompts are undrawn
+            p = prompts[rng.integers(len(prompts))]
+            if p not in drawn and p not in avoid: break
+        else:
+            free = [p for p in prompts if p not in drawn and p not in avoid]
+            if not free:  # the pool ran out: refill it (prompts already in this batch stay out while others exist)
+                drawn.clear()
+                free = [p for p in prompts if p not in avoid] or prompts
+            p = free[rng.integers(len(free))]
+        drawn.add(p)
+        return p
+
+# %% ../nbs/03_samplers.ipynb #3ff39ca2
 class Sampler:
     "Base sampler: B slots of K completions from a buffer (or a view of one), with a seeded generator"
     def __init__(self, seed:int|None=None):  # seed of the sampler's NumPy generator
-        self.rng = np.random.default_rng(seed)
+        self.rng, self.cycles, self.taken = np.random.default_rng(seed), {'any': PromptCycle(), 'recent': PromptCycle()}, set()
 
     def draw(self, view, k:int, stats:Counter) -> list:
         "One slot: K trajectories of one prompt"
@@ -52,7 +75,7 @@ class Sampler:
         return bool(buffer.prompts())
 
     def sample(self,
-               buffer,  # a `ReplayBuffer` or a view with the same four reading methods
+               buffer,  # a `ReplayBuffer` or a view with the same reading methods
                n_prompts:int,  # B: prompt slots in the batch
                k:int,  # K: completions per slot
                version:int|None=None,  # the trainer's policy version, for staleness metrics
@@ -60,34 +83,69 @@ class Sampler:
         "Draw `n_prompts` slots of `k` completions"
         if n_prompts < 1 or k < 1: raise ValueError(f"n_prompts and k must be >= 1, got n_prompts={n_prompts}, k={k}")
         if not buffer.prompts(): raise ValueError("the buffer is empty: pre-fill it with searcher completions before sampling")
-        stats = Counter({'sample/short_groups': 0})
+        stats, self.taken = Counter({'sample/short_groups': 0}), set()
         groups = [self.draw(buffer, k, stats) for _ in range(n_prompts)]
         return Sample(groups, _sample_stats(groups, stats, version))
 
-    def _take(self, trajs:list, k:int, stats:Counter, scores=None) -> list:
-        "k of `trajs`: without replacement (weights softmax(scores), uniform if None), topped up with replacement if short"
-        n = len(trajs)
-        if n >= k:
-            idx = self.rng.choice(n, k, replace=False) if scores is None else _softmax_topk_gumbel(scores, k, self.rng)
-            return [trajs[i] for i in idx]
-        stats['sample/short_groups'] += 1
-        p = None
-        if scores is not None:
-            p = np.exp(scores - scores.max())
-            p /= p.sum()
-        return list(trajs) + [trajs[i] for i in self.rng.choice(n, k - n, replace=True, p=p)]
-
     def _any_prompt(self, view):
-        ps = view.prompts()
-        return ps[self.rng.integers(len(ps))]
+        "A stored prompt, cycling without replacement and not yet in this batch while others are left"
+        return self._pick('any', view.prompts())
 
-    def state_dict(self) -> dict: return {'rng': self.rng.bit_generator.state}
-    def load_state_dict(self, state:dict): self.rng.bit_generator.state = state['rng']
-    def __repr__(self): return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items() if k != 'rng')})"
+    def _pick(self, cycle:str, prompts:list, key=None):
+        p = self.cycles[cycle].draw(prompts, self.taken, self.rng, key)
+        self.taken.add(p)
+        return p
+
+    def state_dict(self) -> dict:
+        return {'rng': self.rng.bit_generator.state, 'cycles': {n: (c.key, sorted(c.drawn, key=str)) for n, c in self.cycles.items()}}
+    def load_state_dict(self, state:dict):
+        self.rng.bit_generator.state = state['rng']
+        for n, (key, drawn) in state.get('cycles', {}).items(): self.cycles[n].key, self.cycles[n].drawn = key, set(drawn)
+    def __repr__(self): return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items() if k not in ('rng', 'cycles', 'taken'))})"
+
+# %% ../nbs/03_samplers.ipynb #4dac2dfc
+FILLS = ('older', 'repeat')  # what a recency slot does with fewer than K new completions
+
+@patch
+def _take(self:Sampler, trajs:list, k:int, stats:Counter, scores=None) -> list:
+    "k of `trajs`: without replacement (weights softmax(scores), uniform if None), topped up with replacement if short"
+    n = len(trajs)
+    if n >= k:
+        idx = self.rng.choice(n, k, replace=False) if scores is None else _softmax_topk_gumbel(scores, k, self.rng)
+        return [trajs[i] for i in idx]
+    stats['sample/short_groups'] += 1
+    p = None
+    if scores is not None:
+        p = np.exp(scores - scores.max())
+        p /= p.sum()
+    return list(trajs) + [trajs[i] for i in self.rng.choice(n, k - n, replace=True, p=p)]
+
+@patch
+def _recent_slot(self:Sampler, view, k:int, stats:Counter, fill:str='older') -> list|None:
+    "K of the new completions of a prompt refreshed at the latest sync; None when no such prompt is left for this batch"
+    ps = view.recent_prompts()
+    if not ps or (len(ps) <= len(self.taken) and self.taken.issuperset(ps)):
+        stats['sample/recent_fallback'] += 1
+        return None
+    p = self._pick('recent', ps, view.recent_key())
+    new = view.recent_group(p)
+    if len(new) >= k: return self._take(new, k, stats)
+    stats['sample/short_recent'] += 1
+    if fill == 'repeat' and new: return [new[i] for i in self.rng.choice(len(new), k, replace=True)]
+    old = view.group(p)[:len(view.group(p)) - len(new)]
+    return self._take(old[max(0, len(old) - (k - len(new))):] + new, k, stats)  # the newest older ones first
+
+@patch
+def _reward_slot(self:Sampler, view, k:int, stats:Counter, inv_temp:float=0.) -> list:
+    "Any stored prompt, K of its completions with probabilities softmax(inv_temp * reward)"
+    p = self._any_prompt(view)
+    return self._take(view.group(p), k, stats, scores=inv_temp * view.rewards(p) if inv_temp else None)
 
 def _sample_stats(groups, stats, version):
     rewards = np.array([t.reward for g in groups for t in g])
-    out = {**stats, 'sample/reward_mean': float(rewards.mean())}
+    prompts, sets = [g[0].prompt_id for g in groups], [tuple(sorted(map(id, g))) for g in groups]
+    out = {**stats, 'sample/reward_mean': float(rewards.mean()),
+           'sample/repeated_prompts': len(prompts) - len(set(prompts)), 'sample/duplicate_groups': len(sets) - len(set(sets))}
     if version is not None:
         s = version - np.array([t.version for g in groups for t in g])
         out.update({'buffer/staleness_mean': float(s.mean()), 'buffer/staleness_max': int(s.max())})
@@ -96,8 +154,7 @@ def _sample_stats(groups, stats, version):
 # %% ../nbs/03_samplers.ipynb #c4e0c8b3
 class UniformSampler(Sampler):
     "Any stored prompt, K of its completions uniformly at random"
-    def draw(self, view, k, stats):
-        return self._take(view.group(self._any_prompt(view)), k, stats)
+    def draw(self, view, k, stats): return self._take(view.group(self._any_prompt(view)), k, stats)
 
 class RewardSampler(Sampler):
     "Any stored prompt, K completions drawn with probability softmax(inv_temp * reward)"
@@ -105,39 +162,36 @@ class RewardSampler(Sampler):
         super().__init__(seed)
         if inv_temp < 0: raise ValueError(f"inv_temp must be >= 0 (0 = uniform), got {inv_temp}")
         self.inv_temp = inv_temp
-    def draw(self, view, k, stats):
-        p = self._any_prompt(view)
-        return self._take(view.group(p), k, stats, scores=self.inv_temp * view.rewards(p))
+    def draw(self, view, k, stats): return self._reward_slot(view, k, stats, self.inv_temp)
+
+def _check_fill(fill):
+    if fill not in FILLS: raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
+    return fill
 
 class RecencySampler(Sampler):
-    "A prompt refreshed at the latest sync, with its K newest completions"
-    def draw(self, view, k, stats):
-        ps = view.recent_prompts()
-        if not ps:
-            stats['sample/recent_fallback'] += 1
-            ps = view.prompts()
-        trajs = view.group(ps[self.rng.integers(len(ps))])
-        return trajs[-k:] if len(trajs) >= k else self._take(trajs, k, stats)
+    "A prompt refreshed at the latest sync, K of its new completions"
+    def __init__(self, fill:str='older', seed:int|None=None):  # fewer than K new completions: 'older' tops up with older ones, 'repeat' repeats new ones (the paper's code)
+        super().__init__(seed)
+        self.fill = _check_fill(fill)
+    def draw(self, view, k, stats): return self._recent_slot(view, k, stats, self.fill) or self._reward_slot(view, k, stats)
 
 class MixedSampler(Sampler):
     "Per slot: recency with probability p_recent, otherwise reward-prioritised (the paper's sampler)"
     def __init__(self,
                  p_recent:float=0.95,  # m: probability that a slot is a recency slot (the paper: 0.95 on GSM8K, 0.5 on TL;DR and red-teaming)
                  inv_temp:float=0.,  # inverse temperature of the reward-prioritised slots (0: uniform)
+                 fill:str='older',  # recency slots with fewer than K new completions: 'older' or 'repeat' (the paper's code)
                  seed:int|None=None):
         super().__init__(seed)
         if not 0 <= p_recent <= 1: raise ValueError(f"p_recent (m) must be in [0, 1], got {p_recent}")
-        self.p_recent, self.recency, self.reward = p_recent, RecencySampler(), RewardSampler(inv_temp)
-        self.recency.rng = self.reward.rng = self.rng  # one generator for the whole sampler
+        if inv_temp < 0: raise ValueError(f"inv_temp must be >= 0 (0 = uniform), got {inv_temp}")
+        self.p_recent, self.inv_temp, self.fill = p_recent, inv_temp, _check_fill(fill)
     def draw(self, view, k, stats):
         if self.rng.random() < self.p_recent:
             stats['sample/recent_slots'] += 1
-            return self.recency.draw(view, k, stats)
-        return self.reward.draw(view, k, stats)
-    def load_state_dict(self, state:dict):
-        super().load_state_dict(state)
-        self.recency.rng = self.reward.rng = self.rng
-    def __repr__(self): return f"MixedSampler(p_recent={self.p_recent}, inv_temp={self.reward.inv_temp})"
+            slot = self._recent_slot(view, k, stats, self.fill)
+            if slot is not None: return slot
+        return self._reward_slot(view, k, stats, self.inv_temp)
 
 # %% ../nbs/03_samplers.ipynb #8e57d333
 class _FreshView:
@@ -149,6 +203,8 @@ class _FreshView:
         self._recent = [p for p in buffer.recent_prompts() if p in keep]
     def prompts(self): return self._prompts
     def recent_prompts(self): return self._recent
+    def recent_key(self): return self.buffer.recent_key()
+    def recent_group(self, p): return [t for t in self.buffer.recent_group(p) if t.version >= self.min_version]
     def group(self, p):
         if p not in self._cache: self._cache[p] = [t for t in self.buffer.group(p) if t.version >= self.min_version]
         return self._cache[p]
@@ -177,7 +233,7 @@ class StalenessCap(Sampler):
 
 # %% ../nbs/03_samplers.ipynb #c5ca7854
 SAMPLERS = Registry('sampler')  # name -> factory(config) -> Sampler
-SAMPLERS.register('mixed', lambda cfg: MixedSampler(cfg.p_recent, cfg.inv_temp, seed=cfg.seed))
+SAMPLERS.register('mixed', lambda cfg: MixedSampler(cfg.p_recent, cfg.inv_temp, cfg.recent_fill, seed=cfg.seed))
 SAMPLERS.register('reward', lambda cfg: RewardSampler(cfg.inv_temp, seed=cfg.seed))
-SAMPLERS.register('recency', lambda cfg: RecencySampler(seed=cfg.seed))
+SAMPLERS.register('recency', lambda cfg: RecencySampler(cfg.recent_fill, seed=cfg.seed))
 SAMPLERS.register('uniform', lambda cfg: UniformSampler(seed=cfg.seed))

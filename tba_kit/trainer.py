@@ -51,24 +51,32 @@ def split_groups(batch:Batch, max_rows:int) -> list:
 # %% ../nbs/08_trainer.ipynb #2dc9c7d5
 @dataclass
 class BetaSchedule:
-    "beta at each step: constant (`end=None`) or linear from `start` to `end` over `steps` steps"
+    "beta at each step: constant (`end=None`) or linear from `start` to `end` over `steps` steps, `end` from update `cut` on"
     start:float=1.0
     end:float|None=None
     steps:int=0
+    cut:int|None=None  # the update (1-based) from which beta is `end` (the paper's TL;DR: 32; None: after `steps`)
 
     def __post_init__(self):
         if self.start <= 0 or (self.end is not None and self.end <= 0): raise ValueError(f"beta must be > 0, got start={self.start}, end={self.end}")
         if self.end is not None and self.steps < 1: raise ValueError("a decaying beta needs steps >= 1 (beta_steps)")
+        if self.cut is not None and (self.end is None or self.cut < 1): raise ValueError(f"a beta cut needs an end beta and cut >= 1, got cut={self.cut}")
 
-    def __call__(self, step:int) -> float:
+    def __call__(self, step:int) -> float:  # step: updates done so far; this one is update step + 1
         if self.end is None: return self.start
+        if self.cut is not None and step + 1 >= self.cut: return self.end
         return self.start + (self.end - self.start) * min(step, self.steps) / self.steps
 
-def lr_scheduler(optimizer, name:str='constant', warmup_steps:int=0, total_steps:int|None=None, decay_steps:int=0):
+def lr_scheduler(optimizer, name:str='constant', warmup_steps:int=0, total_steps:int|None=None, decay_steps:int=0, stable_steps:int|None=None):
     "A transformers learning-rate scheduler by name"
     tf = require('transformers', 'pip install transformers')
-    kw = {'num_decay_steps': decay_steps} if name == 'warmup_stable_decay' else None
-    if name in ('linear', 'cosine', 'warmup_stable_decay', 'polynomial', 'cosine_with_restarts') and not total_steps:
+    kw = None
+    if name == 'warmup_stable_decay':
+        kw = {'num_decay_steps': decay_steps} | ({} if stable_steps is None else {'num_stable_steps': stable_steps})
+        if stable_steps is not None: total_steps = None  # transformers uses the stable steps when given (and warns about both)
+    elif name in ('linear', 'cosine', 'polynomial', 'cosine_with_restarts') and not total_steps:
+        raise ValueError(f"lr_schedule {name!r} needs the total number of steps (steps)")
+    if name == 'warmup_stable_decay' and not (total_steps or stable_steps is not None):
         raise ValueError(f"lr_schedule {name!r} needs the total number of steps (steps)")
     try: return tf.get_scheduler(name, optimizer, num_warmup_steps=warmup_steps, num_training_steps=total_steps, scheduler_specific_kwargs=kw)
     except ValueError as e: raise ValueError(f"unknown lr_schedule {name!r}: use one of {[s.value for s in tf.SchedulerType]}") from e
@@ -88,7 +96,7 @@ class Trainer:
                  max_grad_norm:float|None=1.0,  # clip the policy's gradient norm (None: no clipping)
                  micro_batch_rows:int=32,  # rows per forward/backward; groups are never split
                  precision:str='bf16-mixed',  # 'bf16-mixed', 'fp32' or 'bf16'
-                 lr_schedule:str='constant', warmup_steps:int=0, decay_steps:int=0,
+                 lr_schedule:str='constant', warmup_steps:int=0, decay_steps:int=0, stable_steps:int|None=None,
                  total_steps:int|None=None,  # steps of the run (schedules that decay need it)
                  beta:BetaSchedule|None=None,  # beta schedule (None: leave the objective's beta alone)
                  ref_model:nn.Module|str|None=None,  # trainer-side reference: a model, 'copy' of the policy, or None
@@ -107,7 +115,7 @@ class Trainer:
         self.params = [p for p in model.parameters() if p.requires_grad]
         groups = [dict(params=self.params, lr=lr, weight_decay=weight_decay)] + objective.param_groups()
         self.optimizer = torch.optim.AdamW(groups, lr=lr)
-        self.scheduler = lr_scheduler(self.optimizer, lr_schedule, warmup_steps, total_steps, decay_steps)
+        self.scheduler = lr_scheduler(self.optimizer, lr_schedule, warmup_steps, total_steps, decay_steps, stable_steps)
         self.step_count = 0
         if beta is not None: _set_beta(objective, beta(0))
 

@@ -1,0 +1,93 @@
+"""How often a training batch repeats a prompt or a whole group: tba_kit's samplers against the paper's get_batch
+(written here from its description: prompts without replacement from pools refilled when empty, a random K of a
+recency prompt's new completions), on a simulated buffer fed as the main job feeds it.
+
+Usage: python benchmarks/sampler_fidelity.py [--samplers PATH] [--out benchmarks/results/sampler_fidelity.json]
+`--samplers` loads the sampler classes from another copy of `tba_kit/samplers.py` (e.g. an older commit's, via
+`git show REV:tba_kit/samplers.py > /tmp/old.py`), to measure before and after with the same buffer stream.
+"""
+import argparse, importlib.util, json, sys
+from pathlib import Path
+
+import numpy as np
+
+from tba_kit.buffer import ReplayBuffer
+from tba_kit.core import Trajectory
+
+
+def load_samplers(path):
+    if path is None: return importlib.import_module('tba_kit.samplers')
+    spec = importlib.util.spec_from_file_location('tba_kit._bench_samplers', path, submodule_search_locations=None)
+    mod = importlib.util.module_from_spec(spec)
+    mod.__package__ = 'tba_kit'
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class PaperBatch:
+    "The paper's get_batch: per slot recency w.p. m from the sync's pool, else any prompt; both pools drawn without replacement"
+    def __init__(self, m, seed): self.m, self.rng, self.online, self.offline, self.key = m, np.random.default_rng(seed), [], [], None
+    def _from(self, pool, refill):
+        if not pool: pool.extend(refill)
+        return pool.pop(self.rng.integers(len(pool)))
+    def sample(self, buf, n, k, version=None):
+        if buf.recent_key() != self.key: self.online, self.key = [], buf.recent_key()
+        groups = []
+        for _ in range(n):
+            if self.rng.random() < self.m and buf.recent_prompts():
+                p = self._from(self.online, buf.recent_prompts())
+                new = buf.recent_group(p)
+                groups.append([new[i] for i in self.rng.choice(len(new), k, replace=len(new) < k)])
+            else:
+                p = self._from(self.offline, buf.prompts())
+                g = buf.group(p)
+                groups.append([g[i] for i in self.rng.choice(len(g), k, replace=len(g) < k)])
+        return type('S', (), {'groups': groups})()
+
+
+def repeats(groups):
+    prompts, sets = [g[0].prompt_id for g in groups], [tuple(sorted(map(id, g))) for g in groups]
+    return len(prompts) > len(set(prompts)), len(sets) > len(set(sets))
+
+
+def simulate(sampler, n_prompts, refreshed, slots, k, steps=2000, seed=0):
+    "Searches refresh `refreshed` prompts (k completions each) per sync, then one batch of `slots` x k; shares of batches with a repeat"
+    rng, buf, order, pos = np.random.default_rng(seed), ReplayBuffer(), [], 0
+    rep_prompt = rep_group = 0
+    for step in range(steps):
+        for _ in range(refreshed):
+            if pos == len(order): order, pos = list(rng.permutation(n_prompts)), 0
+            p = int(order[pos]); pos += 1
+            buf.add(Trajectory(p, [1], rng.integers(0, 1000, 4).tolist(), [-1.] * 4, reward=float(rng.random() < 0.5), version=step)
+                    for _ in range(k))
+        a, b = repeats(sampler.sample(buf, slots, k, version=step).groups)
+        rep_prompt += a; rep_group += b
+        buf.mark_sync()
+    return {'batches_repeating_a_prompt': rep_prompt / steps, 'batches_repeating_a_group': rep_group / steps}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--samplers', default=None)
+    ap.add_argument('--out', default=None)
+    a = ap.parse_args()
+    S = load_samplers(a.samplers)
+    cases = {  # (prompts in the task, prompts refreshed per sync, slots per batch, k, m)
+        'main job (100 prompts, 4 refreshed per sync, 4 slots, K 8, m 0.95)': (100, 4, 4, 8, 0.95),
+        'main job, 2 searches per step (8 refreshed)': (100, 8, 4, 8, 0.95),
+        'GSM8K-like (8 refreshed, 7 slots, K 20, m 0.95)': (7473, 8, 7, 20, 0.95),
+    }
+    out = {}
+    for name, (n, r, b, k, m) in cases.items():
+        out[name] = {'tba_kit': simulate(S.MixedSampler(p_recent=m, seed=0), n, r, b, k),
+                     'paper get_batch': simulate(PaperBatch(m, seed=0), n, r, b, k)}
+        print(name)
+        for who, res in out[name].items():
+            print(f"  {who:16s} repeats a prompt in {100 * res['batches_repeating_a_prompt']:5.1f}% of batches, "
+                  f"a whole group in {100 * res['batches_repeating_a_group']:5.1f}%")
+    if a.out:
+        Path(a.out).write_text(json.dumps({'samplers': a.samplers or 'tba_kit.samplers', 'cases': out}, indent=1))
+
+
+if __name__ == '__main__': main()
