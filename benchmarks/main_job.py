@@ -1,28 +1,27 @@
 """The main job measured: `tba train configs/quickstart.yaml` for several seeds, async (TBA) and sync (the on-policy
 baseline), one run at a time, each timed from the command's start to its end (model loading, evaluations, everything).
-Prints a table (held-out greedy accuracy before / after, wall-clock minutes, steps, trainer idle share, times each
-completion was trained on) and the async / sync time-to-accuracy ratio, and writes benchmarks/results/main_job.json
-with every run's accuracy curve.
+Prints a table per run (held-out greedy accuracy before / after with 95% intervals over problems, best, sampled
+accuracy, wall-clock minutes, steps, trainer idle share, times each completion was trained on), the median gain over
+seeds with an interval over seeds and problems, and the async / sync time-to-accuracy ratio; writes
+benchmarks/results/<name>.json with every run's accuracy curve.
 
-    python benchmarks/main_job.py --seeds 0 1 2 --modes async sync [--name main_job] [-- --key=value ...]
+    python benchmarks/main_job.py --seeds 0 1 2 3 4 --modes async sync [--name main_job] [-- --key=value ...]
     ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 python benchmarks/main_job.py ...   # a CPU without native bf16
 """
-import argparse, json, os, shutil, statistics, subprocess, sys, time
+import argparse, json, os, shutil, subprocess, sys, time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def curve(out:Path) -> list:
-    "(wall-clock seconds, step, accuracy) of every evaluation of a run"
-    rows = [json.loads(l) for l in open(out / 'metrics.jsonl')]
-    return [(r['time/seconds'], r['step'], r['eval/accuracy']) for r in rows if 'eval/accuracy' in r]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import evaluations, gain_with_interval, rows, time_to  # noqa: E402
+from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 
 def usage(out:Path) -> dict:
     "Trainer idle share (waiting for data) and how many times each completion was trained on"
-    rows = [json.loads(l) for l in open(out / 'metrics.jsonl')]
-    steps = [r for r in rows if 'train/step' in r]
+    steps = [r for r in rows(out) if 'train/step' in r]
     # idle: waiting for data (async), or for the step's generation (sync: the trainer has nothing to do meanwhile)
     wait = sum(r.get('train/wait_seconds', 0) + r.get('train/generate_seconds', 0) for r in steps)
     busy = sum(r['train/step_seconds'] for r in steps)
@@ -32,14 +31,18 @@ def usage(out:Path) -> dict:
             'times_each_completion_trained': trained / made if made else None}
 
 
-def first_time_at(c:list, acc:float) -> float|None:
-    "Wall-clock seconds of the first evaluation at or above `acc`"
-    return next((t for t, _, a in c if a >= acc - 1e-9), None)
+def summarise(out:Path) -> dict:
+    ev = evaluations(out)
+    first, last = ev[0], ev[-1]
+    ci = lambda e: bootstrap_ci(e['correct']) if e['correct'] else (None, None)
+    return {'before': first['accuracy'], 'before_ci': ci(first), 'after': last['accuracy'], 'after_ci': ci(last),
+            'best': max(e['accuracy'] for e in ev), 'sampled_before': first['sampled'], 'sampled_after': last['sampled'],
+            'steps': last['step'], 'curve': [(e['wall'], e['step'], e['accuracy'], e['sampled']) for e in ev], **usage(out)}
 
 
 def main(a, extra):
     results = {}
-    out_root = Path(a.out_root); out_root.mkdir(parents=True, exist_ok=True)
+    out_root = ROOT / a.out_root; out_root.mkdir(parents=True, exist_ok=True)
     for seed in a.seeds:
         for mode in a.modes:
             name = f"{mode}_seed{seed}"
@@ -51,25 +54,37 @@ def main(a, extra):
             r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
             wall = time.perf_counter() - t
             if r.returncode != 0: sys.exit(f"{name} failed:\n{r.stderr[-3000:]}")
-            c = curve(out)
-            results[name] = {'mode': mode, 'command': ' '.join(cmd[2:]), 'seed': seed, 'wall_minutes': wall / 60, 'before': c[0][2], 'after': c[-1][2],
-                             'steps': c[-1][1], 'curve': c, **usage(out)}
-            print(f"{name}: {c[0][2]:.1%} -> {c[-1][2]:.1%} in {wall / 60:.1f} min ({c[-1][1]} steps)", flush=True)
-    print(f"\n| run | accuracy before | after | gain | minutes | steps | trainer idle | trained per completion |\n|---|---|---|---|---|---|---|---|")
+            results[name] = {'mode': mode, 'seed': seed, 'command': ' '.join(cmd[2:]), 'out_dir': str(out.relative_to(ROOT)),
+                             'wall_minutes': wall / 60, **summarise(out)}
+            x = results[name]
+            print(f"{name}: {x['before']:.1%} -> {x['after']:.1%} (best {x['best']:.1%}) in {wall / 60:.1f} min ({x['steps']} steps)", flush=True)
+    pct = lambda v, ci: f"{v:.1%}" + (f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci[0] is not None else '')
+    smp = lambda v: '–' if v is None else f"{v:.1%}"
+    print("\n| run | greedy before | greedy after | gain | best | final - best | sampled before -> after | minutes | steps | trainer idle | trained per completion |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         per = f"{r['times_each_completion_trained']:.2f}" if r['times_each_completion_trained'] else '–'
-        print(f"| {name} | {r['before']:.1%} | {r['after']:.1%} | {100 * (r['after'] - r['before']):+.1f} | {r['wall_minutes']:.1f} | {r['steps']} "
-              f"| {r['trainer_idle_share']:.1%} | {per} |")
+        print(f"| {name} | {pct(r['before'], r['before_ci'])} | {pct(r['after'], r['after_ci'])} | {100 * (r['after'] - r['before']):+.1f} "
+              f"| {r['best']:.1%} | {100 * (r['after'] - r['best']):+.1f} | {smp(r['sampled_before'])} -> {smp(r['sampled_after'])} "
+              f"| {r['wall_minutes']:.1f} | {r['steps']} | {r['trainer_idle_share']:.1%} | {per} |")
     summary = {}
     for mode in a.modes:
-        gains = [r['after'] - r['before'] for r in results.values() if r['mode'] == mode]
-        summary[f'{mode}_median_gain_points'] = 100 * statistics.median(gains)
-        print(f"{mode}: median gain {100 * statistics.median(gains):+.1f} points over {len(gains)} seeds")
-    if {'async', 'sync'} <= set(a.modes):  # time for async to reach the sync run's final accuracy, per seed
+        runs = [ROOT / r['out_dir'] for r in results.values() if r['mode'] == mode]
+        g = gain_with_interval(runs)
+        summary[mode] = {'median_gain_points': 100 * g['median'], 'interval_points': [100 * g['lo'], 100 * g['hi']],
+                         'worst_final_minus_best_points': 100 * min(r['after'] - r['best'] for r in results.values() if r['mode'] == mode),
+                         'max_wall_minutes': max(r['wall_minutes'] for r in results.values() if r['mode'] == mode)}
+        if any(r['sampled_after'] is not None for r in results.values()):
+            s = gain_with_interval(runs, 'sampled_each')
+            summary[mode]['median_sampled_gain_points'] = 100 * s['median']
+            summary[mode]['sampled_interval_points'] = [100 * s['lo'], 100 * s['hi']]
+        print(f"{mode}: median greedy gain {100 * g['median']:+.1f} points [{100 * g['lo']:+.1f}, {100 * g['hi']:+.1f}] over {len(runs)} seeds; "
+              f"worst final - best {summary[mode]['worst_final_minus_best_points']:+.1f}; longest run {summary[mode]['max_wall_minutes']:.1f} min")
+    if {'async', 'sync'} <= set(a.modes):  # wall time for async to reach the sync run's final accuracy, per seed
         ratios = []
         for seed in a.seeds:
             s, x = results[f'sync_seed{seed}'], results[f'async_seed{seed}']
-            t_async, t_sync = first_time_at(x['curve'], s['after']), s['curve'][-1][0]
+            t_async, t_sync = time_to(ROOT / x['out_dir'], s['after'], 'wall'), s['curve'][-1][0]
             ratios.append(t_async / t_sync if t_async is not None else None)
             print(f"seed {seed}: async reached sync's final {s['after']:.1%} at "
                   f"{'never' if t_async is None else f'{t_async:.0f} s'} vs sync's {t_sync:.0f} s -> ratio {ratios[-1] if ratios[-1] is None else round(ratios[-1], 2)}")
@@ -84,7 +99,7 @@ if __name__ == '__main__':
     extra = argv[argv.index('--') + 1:] if '--' in argv else []
     ap = argparse.ArgumentParser()
     ap.add_argument('--config', default='configs/quickstart.yaml')
-    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2, 3, 4])
     ap.add_argument('--modes', nargs='+', default=['async', 'sync'])
     ap.add_argument('--name', default='main_job')
     ap.add_argument('--out_root', default='runs/main_job')

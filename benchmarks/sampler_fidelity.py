@@ -84,8 +84,8 @@ def main():
                      'paper get_batch': simulate(PaperBatch(m, seed=0), n, r, b, k)}
         print(name)
         for who, res in out[name].items():
-            print(f"  {who:16s} repeats a prompt in {100 * res['batches_repeating_a_prompt']:5.1f}% of batches, "
-                  f"a whole group in {100 * res['batches_repeating_a_group']:5.1f}%")
+            print(f"  {who:16s} repeats a prompt in {100 * res['batches_repeating_a_prompt']:5.2f}% of batches, "
+                  f"a whole group in {100 * res['batches_repeating_a_group']:5.2f}%")
     if a.out:
         Path(a.out).write_text(json.dumps({'samplers': a.samplers or 'tba_kit.samplers', 'cases': out}, indent=1))
 

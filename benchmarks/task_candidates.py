@@ -21,7 +21,19 @@ CANDIDATES = {  # name -> (reasoning-gym dataset, its arguments, problems in the
     'chain_sum 2 digits, 2 terms': ('chain_sum', dict(min_digits=2, max_digits=2, min_terms=2, max_terms=2), 16200, 5),
     'chain_sum 1-2 digits, 2 terms': ('chain_sum', dict(min_digits=1, max_digits=2, min_terms=2, max_terms=2), 19800, 5),
     'chain_sum 2 digits, 3 terms': ('chain_sum', dict(min_digits=2, max_digits=2, min_terms=3, max_terms=3), 2916000, 5),
-    'products 2 x 1 digits': ('products', dict(min_digits=1, max_digits=2, min_terms=2, max_terms=2), 9801, 5),
+    'products 1-2 digits': ('products', dict(min_digits=1, max_digits=2, min_terms=2, max_terms=2), 9801, 5),
+    'basic_arithmetic 1 digit, 2 terms, + - * /': ('basic_arithmetic', dict(min_digits=1, max_digits=1, min_terms=2, max_terms=2), 2888, 5),
+    'basic_arithmetic 1 digit, 2 terms, + - *': ('basic_arithmetic', dict(min_digits=1, max_digits=1, min_terms=2, max_terms=2, operators=('+', '-', '*')), 2166, 5),
+    'basic_arithmetic 1 digit, 2 terms, + -': ('basic_arithmetic', dict(min_digits=1, max_digits=1, min_terms=2, max_terms=2, operators=('+', '-')), 1444, 5),
+    'basic_arithmetic 1 digit, 3 terms, + -': ('basic_arithmetic', dict(min_digits=1, max_digits=1, min_terms=3, max_terms=3, operators=('+', '-')), 27436, 5),
+    'number_sequence 4-5 terms, |values| <= 20, complexity 1': ('number_sequence', dict(min_terms=4, max_terms=5, min_value=-20, max_value=20, max_complexity=1), 10**4, 5),
+    'leg_counting 1-2 animals, 1-5 each': ('leg_counting', dict(min_animals=1, max_animals=2, min_instances=1, max_instances=5), 10**4, 5),
+    'letter_counting 3-5 words': ('letter_counting', dict(min_words=3, max_words=5), 10**5, 4),
+    'simple_equations 2 terms, values 1-20, + -': ('simple_equations', dict(min_terms=2, max_terms=2, min_value=1, max_value=20, operators=('+', '-'), operators_weights=[0.5, 0.5]), 10**4, 5),
+    'increments: n +- 1, n 10-999': ('increments', dict(min_value=10, max_value=999, steps=(1,)), 1980, 5),
+    'increments: n +- 1, 2, 3, n 10-999 (the main job)': ('increments', dict(min_value=10, max_value=999, steps=(1, 2, 3)), 5940, 5),
+    'increments: n +- 1..9, n 10-999': ('increments', dict(min_value=10, max_value=999, steps=tuple(range(1, 10))), 17820, 5),
+    'increments: n +- 1, n 10-9999': ('increments', dict(min_value=10, max_value=9999, steps=(1,)), 19980, 6),
 }
 
 
@@ -50,14 +62,16 @@ def main():
     ap.add_argument('--n', type=int, default=200)
     ap.add_argument('--samples', type=int, default=8)
     ap.add_argument('--out', default=None)
+    ap.add_argument('--only', nargs='*', default=None, help='names containing any of these words')
     a = ap.parse_args()
     dtype, why = fast_dtype('cpu')
     model, tok = load_model('smollm2-135m-instruct', dtype=dtype)
     print(f"searcher dtype {dtype}: {why}")
     res = {}
     for name, (ds, kw, space, max_new) in CANDIDATES.items():
+        if a.only and not any(w in name for w in a.only): continue
         torch.manual_seed(0)
-        task = ArithmeticTask(ds, n_train=10, n_test=a.n, answer_prefix='The answer is', **kw)
+        task = ArithmeticTask(ds, n_train=10, n_test=a.n, answer_prefix='The answer is', **kw)  # increments: a random sample of the family
         res[name] = {'problems_in_family': space, 'max_new_tokens': max_new, **measure(model, tok, task, a.samples, max_new, dtype)}
         r = res[name]
         print(f"{name:48s} space {space:>8d}  greedy {r['greedy_accuracy']:6.1%}  sampled {r['sampled_accuracy']:6.1%}  "

@@ -74,7 +74,7 @@ def main(argv:list|None=None) -> int:
     return 0
 
 def evaluate_target(target:str, limit:int|None=None) -> dict:
-    "Greedy held-out metrics of a config's model, or of a run directory's / checkpoint's policy"
+    "Held-out metrics (greedy, and sampled with `eval_samples`) of a config's model, or of a run directory's / checkpoint's policy"
     from tba_kit.checkpoints import find_checkpoint
     from tba_kit.loop import make_policy
     from tba_kit.searchers import evaluate
@@ -88,7 +88,8 @@ def evaluate_target(target:str, limit:int|None=None) -> dict:
     torch.set_num_threads(cfg.trainer_threads)
     model, tok = make_policy(cfg)
     if ck is not None: require('safetensors.torch', 'pip install safetensors').load_model(model, str(ck / 'policy.safetensors'))
-    res = evaluate(model, tok, make_task(cfg.task, **cfg.task_args), 'test', cfg.eval_max_new_tokens, 64, limit or cfg.eval_limit)
+    res = evaluate(model, tok, make_task(cfg.task, **cfg.task_args), 'test', cfg.eval_max_new_tokens, 64, limit or cfg.eval_limit,
+                   temperature=cfg.logprob_temp, samples=cfg.eval_samples)
     return {'checkpoint': str(ck) if ck else None, **res, 'examples': res['examples'][:3]}
 
 # %% ../nbs/11_cli.ipynb #273139a5

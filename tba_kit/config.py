@@ -110,6 +110,7 @@ class Config(SearchFields):
     eval_limit:int|None = None  # evaluate on the first N held-out prompts
     eval_max_new_tokens:int = 32
     eval:bool = True  # evaluate before and after training
+    eval_samples:int = 0  # completions sampled per held-out problem for eval/sampled_accuracy with its interval, before and after training (0: greedy only)
     eval_kl_samples:int = 0  # completions sampled per held-out prompt to log eval/kl, KL(policy || initial policy) (0: off; keeps a frozen copy)
     diversity_every:int = 0  # steps between diversity measurements of the latest search (0: off; metrics notebook)
     diversity_embedding:bool = True  # include the sentence-embedding diversity (loads all-MiniLM-L6-v2)
@@ -185,7 +186,7 @@ def check_ranges(self:Config):
                  'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
         _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
     _need(self.stable_steps is None or self.stable_steps >= 0, 'stable_steps', f"must be >= 0 or null, got {self.stable_steps}")
-    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'searcher_restarts'):
+    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts'):
         _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
     _need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
     _need(self.max_grad_norm is None or self.max_grad_norm > 0, 'max_grad_norm', f"must be > 0 or null (no clipping), got {self.max_grad_norm}: a negative norm turns training into gradient ascent")

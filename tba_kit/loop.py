@@ -31,7 +31,7 @@ from .vllm_searcher import import_vllm
 # %% auto #0
 __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'make_searcher', 'PromptStream',
            'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'Status', 'RunLog', 'WeightSync', 'RunSummary',
-           'Run', 'TrainerFirst', 'run']
+           'Run', 'eval_line', 'TrainerFirst', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -420,7 +420,7 @@ def drain_search_stats(self:Run) -> dict:
 
 # %% ../nbs/10_loop.ipynb #d078b3ef
 @patch
-async def evaluate(self:Run, paused:asyncio.Event|None=None) -> dict:
+async def evaluate(self:Run, paused:asyncio.Event|None=None, sampled:bool=False) -> dict:  # sampled: also eval_samples per problem
     if not self.cfg.eval or not self.task.prompts('test'): return {}
     if paused is not None: paused.clear()  # no new searches while evaluating
     t, what = time.perf_counter(), f"evaluating at step {self.trainer.step_count}"
@@ -431,7 +431,7 @@ async def evaluate(self:Run, paused:asyncio.Event|None=None) -> dict:
     try:
         res = await asyncio.to_thread(evaluate_policy, self.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
                                       64, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples,
-                                      self.cfg.logprob_temp, progress)
+                                      self.cfg.logprob_temp, progress, self.cfg.eval_samples if sampled else 0)
     finally:
         self.status.done()
         if paused is not None: paused.set()
@@ -439,8 +439,16 @@ async def evaluate(self:Run, paused:asyncio.Event|None=None) -> dict:
     self.log.span('trainer', 'eval', t, step=self.trainer.step_count)
     examples = self.out / 'evals' / f"step_{self.trainer.step_count:06d}.jsonl"  # the greedy answers, to look at later
     examples.parent.mkdir(parents=True, exist_ok=True)
-    examples.write_text(''.join(json.dumps({'prompt': q, 'completion': a}) + '\n' for q, a in res['examples']))
-    return {k: v for k, v in res.items() if k != 'examples'} | {'eval/seconds': time.perf_counter() - t}
+    examples.write_text(''.join(json.dumps(row) + '\n' for row in res['examples']))
+    res = {k: v for k, v in res.items() if k != 'examples'} | {'eval/seconds': time.perf_counter() - t}
+    if line := eval_line(res): self.status.show(f"step {self.trainer.step_count}: {line}")
+    return res
+
+def eval_line(res:dict) -> str:
+    "Held-out accuracy (greedy, and sampled when measured) with 95% intervals, as one line for the terminal"
+    part = lambda k, what: f"{what} {res[k]:.1%} [{res[k + '_lo']:.1%}, {res[k + '_hi']:.1%}]" if k + '_lo' in res else None
+    parts = [p for p in (part('eval/accuracy', 'held-out accuracy: greedy'), part('eval/sampled_accuracy', 'sampled')) if p]
+    return ', '.join(parts)
 
 @patch
 def record(self:Run, metrics:dict, bar=None):
@@ -670,7 +678,7 @@ async def _train(self:Run, resume) -> RunSummary:
         if resume is not None and cfg.ref_reset_every and cfg.ref_on == 'searcher':
             await self.publish(reset_ref=True, role='reference')  # the reference as of the last reset
         await self.publish()
-        if resume is None: self.summary.eval_before = await self.evaluate()
+        if resume is None: self.summary.eval_before = await self.evaluate(sampled=True)
         if self.summary.eval_before: self.record({**self.summary.eval_before, 'train/step_seconds': 0.})
         if self.progress is True:
             tqdm = require('tqdm.auto', 'pip install tqdm').tqdm
@@ -689,7 +697,7 @@ async def _train(self:Run, resume) -> RunSummary:
         await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
         self.weights.close()
         if self.failed: self.save_on_exit()
-    self.summary.eval_after = await self.evaluate()
+    self.summary.eval_after = await self.evaluate(sampled=True)
     if self.summary.eval_after: self.record(self.summary.eval_after)
     self.checkpoint()
     steps = [r for r in self.log.rows if 'train/step' in r][-10:]

@@ -1,4 +1,4 @@
-"""How varied are the completions? Distinct-n, self-BLEU (sacrebleu), embedding diversity (all-MiniLM-L6-v2) and distinct correct answers per prompt, as plain functions and as one namespaced dict ready for a run's JSONL.
+"""How varied are the completions, and how sure is a held-out score? Distinct-n, self-BLEU (sacrebleu), embedding diversity (all-MiniLM-L6-v2) and distinct correct answers per prompt, as plain functions and as one namespaced dict ready for a run's JSONL; bootstrap confidence intervals over problems (and seeds).
 
 Docs: https://tba-kit.github.io/tba_kit/metrics.html.md"""
 
@@ -8,12 +8,14 @@ Docs: https://tba-kit.github.io/tba_kit/metrics.html.md"""
 from __future__ import annotations
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from .models import require
 
 # %% auto #0
-__all__ = ['distinct_n', 'self_bleu', 'default_embedder', 'embedding_diversity', 'distinct_correct', 'diversity_metrics']
+__all__ = ['distinct_n', 'self_bleu', 'default_embedder', 'embedding_diversity', 'distinct_correct', 'diversity_metrics',
+           'bootstrap_ci']
 
 # %% ../nbs/06a_metrics.ipynb #6db61739
 def distinct_n(texts:Sequence[str], n:int=2) -> float:
@@ -65,3 +67,16 @@ def diversity_metrics(prompt_ids:Sequence, texts:Sequence[str], rewards:Sequence
     if embedder is not False: out['diversity/embedding'] = embedding_diversity(texts, embedder)
     if rewards is not None: out['diversity/distinct_correct'] = distinct_correct(prompt_ids, texts, rewards)
     return out
+
+# %% ../nbs/06a_metrics.ipynb #53cc7e63
+def bootstrap_ci(x, level:float=0.95, n_boot:int=2000, seed:int=0, stat=np.mean) -> tuple:
+    "Percentile bootstrap interval (lo, hi) of the mean of `x` [problems], or of `stat` of per-seed means for `x` [seeds, problems]"
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 1: x = x[None]
+    if x.ndim != 2 or x.size == 0: raise ValueError(f"x must be [problems] or [seeds, problems] and not empty, got shape {x.shape}")
+    rng, (S, P) = np.random.default_rng(seed), x.shape
+    s, p = rng.integers(0, S, (n_boot, S)), rng.integers(0, P, (n_boot, P))
+    means = np.stack([x[s[b]][:, p[b]].mean(1) for b in range(n_boot)])  # [n_boot, S] per-seed means of each resample
+    vals = means[:, 0] if S == 1 else np.apply_along_axis(stat, 1, means)
+    a = (1 - level) / 2
+    return float(np.quantile(vals, a)), float(np.quantile(vals, 1 - a))

@@ -144,6 +144,7 @@ def attack_instructions(n:int, examples:Sequence[str], per:int=3, seed:int=0) ->
 # %% ../nbs/07c_redteam.ipynb #db4b8015
 class RedTeamTask(PromptTask):
     "Automated red-teaming: the policy writes attacks; reward log toxicity of a victim's answers; ASR and diversity"
+    correct = None  # rewards are scores, not right or wrong: evaluation reports no accuracy interval
     def __init__(self,
                  victim:Victim,
                  toxicity=None,  # a scorer texts -> [0, 1] (default: the garak lexicon proxy)

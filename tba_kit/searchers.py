@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from .core import Registry, Trajectory, _device, _prompt_pass, sequence_logprob_sums
+from .metrics import bootstrap_ci
 from .models import load_model, require
 from .tasks import Prompt, score
 
@@ -646,13 +647,15 @@ def evaluate(
     limit:int|None=None,  # first `limit` prompts only
     ref:nn.Module|None=None,  # reference policy (e.g. the initial / SFT model) for the KL estimate
     kl_samples:int=0,  # completions sampled per prompt to estimate KL(pi || ref) as eval/kl (0: no KL)
-    temperature:float=1.,  # sampling temperature of the KL's completions; both policies' log-probs are tempered by it
+    temperature:float=1.,  # sampling temperature of the KL's and sampled accuracy's completions; log-probs are tempered by it
     progress=None,  # called with (problems done, problems in all) as the greedy completions come in
+    samples:int=0,  # completions sampled per prompt for eval/sampled_accuracy (graded tasks; 0: none)
 ) -> dict:
-    "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [(prompt, completion)]}"
+    "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [per-problem dict]}"
     prompts = task.prompts(split)[:limit]
     if not prompts: raise ValueError(f"task {task.name!r} has no {split!r} prompts to evaluate on")
     pids = _encode(tokenizer, [p.messages for p in prompts])
+    graded = callable(getattr(task, 'correct', None))
     was_training = model.training
     model.eval()
     try:
@@ -660,12 +663,30 @@ def evaluate(
                                       progress=progress)
         kl = (kl_to_reference(model, ref, tokenizer, pids, kl_samples, max_new_tokens, batch_size, temperature)
               if ref is not None and kl_samples else None)
+        drawn = generate_completions(model, tokenizer, pids, k=samples, max_new_tokens=max_new_tokens, temperature=temperature,
+                                     batch_size=batch_size) if graded and samples else None
     finally: model.train(was_training)
     texts = tokenizer.batch_decode([g[0][0] for g in groups], skip_special_tokens=True)
     res = {f'eval/{k}': v for k, v in task.evaluate(prompts, texts).items()}
     if kl is not None: res['eval/kl'] = kl
-    res['examples'] = [(p.text(), t) for p, t in zip(prompts, texts)]  # every one: what the model answered, to look at
+    rows = [{'prompt': p.text(), 'completion': t} for p, t in zip(prompts, texts)]
+    if graded: res |= _graded(task, prompts, texts, drawn, tokenizer, rows)
+    res['examples'] = rows  # every problem: what the model answered (and whether it was right), to look at later
     return res
+
+def _graded(task, prompts, texts, drawn, tokenizer, rows) -> dict:
+    "Intervals of the greedy accuracy and, from `drawn` samples, the sampled accuracy (the rows get each problem's numbers)"
+    ok = task.correct(prompts, texts)
+    out = dict(zip(('eval/accuracy_lo', 'eval/accuracy_hi'), bootstrap_ci(ok)))
+    for r, c in zip(rows, ok): r['correct'] = c
+    if drawn:
+        k = len(drawn[0])
+        flat = task.correct([p for p in prompts for _ in range(k)], tokenizer.batch_decode([c for g in drawn for c, _ in g], skip_special_tokens=True))
+        per = [sum(flat[i * k:(i + 1) * k]) / k for i in range(len(prompts))]
+        out['eval/sampled_accuracy'] = sum(per) / len(per)
+        out['eval/sampled_accuracy_lo'], out['eval/sampled_accuracy_hi'] = bootstrap_ci(per)
+        for r, a in zip(rows, per): r['sampled_accuracy'] = a
+    return out
 
 @torch.no_grad()
 def kl_to_reference(

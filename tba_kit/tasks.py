@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/tasks.html.md"""
 
 # %% ../nbs/06_tasks.ipynb #9395e207
 from __future__ import annotations
-import asyncio, collections, inspect, math, re, threading, traceback
+import asyncio, collections, inspect, math, random, re, threading, traceback
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
@@ -14,8 +14,9 @@ from .core import Registry
 from .models import require
 
 # %% auto #0
-__all__ = ['TASKS', 'Prompt', 'completion_text', 'RewardError', 'score', 'Task', 'PromptTask', 'last_number', 'same_number',
-           'reasoning_gym_splits', 'ArithmeticTask', 'arithmetic_reward', 'make_task']
+__all__ = ['FAMILIES', 'TASKS', 'Prompt', 'completion_text', 'RewardError', 'score', 'Task', 'PromptTask', 'last_number',
+           'same_number', 'reasoning_gym_splits', 'reasoning_gym_distinct', 'increments', 'ArithmeticTask',
+           'arithmetic_reward', 'make_task']
 
 # %% ../nbs/06_tasks.ipynb #42982bd5
 @dataclass(slots=True)
@@ -141,6 +142,10 @@ class PromptTask:
         rs = [0. if r is None else r for r in _run(score(self.reward_fn, prompts, completions))]
         return {'reward': sum(rs) / max(len(rs), 1), 'accuracy': sum(r > 0.5 for r in rs) / max(len(rs), 1)}
 
+    def correct(self, prompts:list, completions:list) -> list:
+        "1.0 for each completion scoring above 0.5, else 0.0: what `accuracy` counts (evaluation's intervals and sampled accuracy)"
+        return [float(r is not None and r > 0.5) for r in _run(score(self.reward_fn, prompts, completions))]
+
     def __repr__(self): return f"{type(self).__name__}({self.name!r}, train={len(self._splits['train'])}, test={len(self._splits['test'])})"
 
 def _as_prompts(xs, split):
@@ -180,19 +185,46 @@ def reasoning_gym_splits(dataset:str, n_train:int, n_test:int, seed:int=0, **dat
         if e['question'] not in seen: seen.add(e['question']); test.append(e)
     return train, test[:n_test]
 
+def reasoning_gym_distinct(dataset:str, pool:int, n_train:int, n_test:int, seed:int=0, **dataset_kw) -> tuple:
+    "(train, test): `pool` items drawn, each distinct question kept once, shuffled and split: both splits uniform over the distinct problems"
+    rg = require('reasoning_gym', 'pip install reasoning-gym')
+    items = list({e['question']: e for e in rg.create_dataset(dataset, size=pool, seed=seed, **dataset_kw)}.values())
+    random.Random(seed).shuffle(items)
+    if len(items) < n_test + 1: raise ValueError(f"{dataset} gave {len(items)} distinct problems in a pool of {pool}: too few for "
+                                                 f"n_test={n_test} and training; raise pool or lower n_test")
+    return items[n_test:n_test + n_train], items[:n_test]
+
+def increments(min_value:int=10, max_value:int=999, steps:Sequence[int]=(1,)) -> list:
+    "Every `n + d` and `n - d` for n in [min_value, max_value] and d in `steps`, worded as chain_sum words its problems"
+    if not 0 <= min_value <= max_value or not steps: raise ValueError(f"need 0 <= min_value <= max_value and some steps, got {min_value}, {max_value}, {steps}")
+    q = "State the final answer to the following arithmetic problem: {} {} {} ="
+    return [{'question': q.format(n, op, d), 'answer': str(n + d if op == '+' else n - d)}
+            for n in range(min_value, max_value + 1) for d in steps for op in '+-']
+
+FAMILIES = {'increments': increments}  # families of this project, enumerated whole: split at random like `pool`
+
+def _family_splits(name:str, n_train:int, n_test:int, seed:int, **kw) -> tuple:
+    items = FAMILIES[name](**kw)
+    random.Random(seed).shuffle(items)
+    if len(items) < n_test + 1: raise ValueError(f"{name} has {len(items)} problems: too few for n_test={n_test} and training")
+    return items[n_test:n_test + n_train], items[:n_test]
+
 class ArithmeticTask(PromptTask):
     "reasoning-gym arithmetic (default: one-digit chain sums of 2-3 terms); reward 1 if the last number is the answer"
     def __init__(self,
-                 dataset:str='chain_sum',  # reasoning-gym dataset name
+                 dataset:str='chain_sum',  # reasoning-gym dataset name, or one of FAMILIES ('increments')
                  n_train:int=2000,  # training problems
                  n_test:int=200,  # held-out problems (questions seen in training are removed)
                  seed:int=0,  # generation seed (the test split uses another, distant seed)
                  system:str|None=None,  # optional system message
                  answer_prefix:str|None=None,  # the start of the assistant's reply, which the model continues (e.g. 'The answer is')
+                 pool:int|None=None,  # draw this many items and split their distinct questions at random (None: test from a distant seed)
                  **dataset_kw):  # reasoning-gym config; chain_sum defaults: 1 digit, 2 or 3 terms
         if dataset == 'chain_sum': dataset_kw = dict(min_digits=1, max_digits=1, min_terms=2, max_terms=3) | dataset_kw
         if n_train < 1 or n_test < 0: raise ValueError(f"n_train must be >= 1 and n_test >= 0, got {n_train} and {n_test}")
-        train, test = reasoning_gym_splits(dataset, n_train, n_test, seed, **dataset_kw)
+        if dataset in FAMILIES: train, test = _family_splits(dataset, n_train, n_test, seed, **dataset_kw)
+        elif pool: train, test = reasoning_gym_distinct(dataset, pool, n_train, n_test, seed, **dataset_kw)
+        else: train, test = reasoning_gym_splits(dataset, n_train, n_test, seed, **dataset_kw)
         sys = [{'role': 'system', 'content': system}] if system else []
         reply = [{'role': 'assistant', 'content': answer_prefix}] if answer_prefix else []
         mk = lambda split, i, e: Prompt(f"{dataset}/{split}/{i}", sys + [{'role': 'user', 'content': e['question']}] + reply, {'answer': str(e['answer'])})

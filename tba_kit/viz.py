@@ -71,9 +71,18 @@ def curves(runs, x:str='step', window:int=10, reward_key:str='reward/mean', eval
         xs, ys = _series(rows, reward_key, x)
         fig.add_trace(go.Scatter(x=xs, y=_rolling(ys, window), mode='lines', name=f"{name} reward", legendgroup=name, line_color=_color(j)), 1, 1)
         if evaluated:
+            if any(eval_key + '_lo' in r for r in rows):  # its 95% interval over problems, as a band
+                bx, lo = _series(rows, eval_key + '_lo', x)
+                hi = _series(rows, eval_key + '_hi', x)[1]
+                fig.add_trace(go.Scatter(x=bx + bx[::-1], y=hi + lo[::-1], fill='toself', fillcolor=_color(j), opacity=0.15, line_width=0,
+                                         hoverinfo='skip', showlegend=False, legendgroup=name, name=f"{name} interval"), 1, 2)
             xs, ys = _series(rows, eval_key, x)
             fig.add_trace(go.Scatter(x=xs, y=ys, mode='lines+markers', name=f"{name} {eval_key.split('/')[-1]}", legendgroup=name,
                                      line=dict(color=_color(j), dash='dot')), 1, 2)
+            if eval_key == 'eval/accuracy' and any('eval/sampled_accuracy' in r for r in rows):
+                xs, ys = _series(rows, 'eval/sampled_accuracy', x)
+                fig.add_trace(go.Scatter(x=xs, y=ys, mode='lines+markers', name=f"{name} sampled accuracy", legendgroup=name,
+                                         line=dict(color=_color(j), dash='dash')), 1, 2)
     label = 'step' if x == 'step' else 'training minutes'
     fig.update_xaxes(title_text=label)
     fig.update_layout(height=350, margin=dict(t=40, b=40))

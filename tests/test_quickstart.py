@@ -18,6 +18,11 @@ def test_quickstart_async_steps_on_smollm2_choose_fp32_without_native_bf16(tmp_p
     assert (cfg['precision'], cfg['searcher_dtype']) == ('fp32', 'float32')  # the resolved choice is what the run records
     summary = json.loads((tmp_path / 'summary.json').read_text())
     assert summary['steps'] == 3 and 0 <= summary['eval_after']['eval/accuracy'] <= 1
+    for when in ('eval_before', 'eval_after'):  # greedy and sampled accuracy, each with its 95% interval over problems
+        e = summary[when]
+        assert e['eval/accuracy_lo'] <= e['eval/accuracy'] <= e['eval/accuracy_hi'], e
+        assert e['eval/sampled_accuracy_lo'] <= e['eval/sampled_accuracy'] <= e['eval/sampled_accuracy_hi'], e
+    assert 'tba_kit: step 0: held-out accuracy: greedy' in out.stderr and ', sampled ' in out.stderr  # in the terminal too
     rows = [json.loads(l) for l in open(tmp_path / 'metrics.jsonl')]
     steps = [r for r in rows if 'train/step' in r]
     assert [r['train/step'] for r in steps] == [1, 2, 3]
