@@ -7,6 +7,7 @@ benchmarks/results/<name>.json with every run's accuracy curve.
 
     python benchmarks/main_job.py --seeds 0 1 2 3 4 --modes async sync [--name main_job] [-- --key=value ...]
     ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 python benchmarks/main_job.py ...   # a CPU without native bf16
+    python benchmarks/main_job.py --seeds 0 1 2 --out_root runs/peer_trl --report   # the runs benchmarks/peer_trl.py made
 """
 import argparse, json, os, shutil, subprocess, sys, time
 from pathlib import Path
@@ -47,13 +48,18 @@ def main(a, extra):
         for mode in a.modes:
             name = f"{mode}_seed{seed}"
             out = out_root / name
-            if out.exists(): shutil.rmtree(out)
             both = [f'--searcher_threads={a.sync_searcher_threads}'] if mode == 'sync' else []  # sync: generation gets the cores too
             cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', a.config, f'--mode={mode}', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *both, *extra]
-            t = time.perf_counter()
-            r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-            wall = time.perf_counter() - t
-            if r.returncode != 0: sys.exit(f"{name} failed:\n{r.stderr[-3000:]}")
+            if a.report:  # a finished run of this benchmark or of peer_trl.py (same folder names; wall clock kept in the folder)
+                if not (out / 'wall_seconds').exists(): continue
+                wall = float((out / 'wall_seconds').read_text())
+            else:
+                if out.exists(): shutil.rmtree(out)
+                t = time.perf_counter()
+                r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+                wall = time.perf_counter() - t
+                if r.returncode != 0: sys.exit(f"{name} failed:\n{r.stderr[-3000:]}")
+                (out / 'wall_seconds').write_text(str(wall))
             results[name] = {'mode': mode, 'seed': seed, 'command': ' '.join(cmd[2:]), 'out_dir': str(out.relative_to(ROOT)),
                              'wall_minutes': wall / 60, **summarise(out)}
             x = results[name]
@@ -69,6 +75,7 @@ def main(a, extra):
               f"| {r['wall_minutes']:.1f} | {r['steps']} | {r['trainer_idle_share']:.1%} | {per} |")
     summary = {}
     for mode in a.modes:
+        if not any(r['mode'] == mode for r in results.values()): continue
         runs = [ROOT / r['out_dir'] for r in results.values() if r['mode'] == mode]
         g = gain_with_interval(runs)
         summary[mode] = {'median_gain_points': 100 * g['median'], 'interval_points': [100 * g['lo'], 100 * g['hi']],
@@ -83,6 +90,7 @@ def main(a, extra):
     if {'async', 'sync'} <= set(a.modes):  # wall time for async to reach the sync run's final accuracy, per seed
         ratios = []
         for seed in a.seeds:
+            if not {f'sync_seed{seed}', f'async_seed{seed}'} <= set(results): continue
             s, x = results[f'sync_seed{seed}'], results[f'async_seed{seed}']
             t_async, t_sync = time_to(ROOT / x['out_dir'], s['after'], 'wall'), s['curve'][-1][0]
             ratios.append(t_async / t_sync if t_async is not None else None)
@@ -103,5 +111,6 @@ if __name__ == '__main__':
     ap.add_argument('--modes', nargs='+', default=['async', 'sync'])
     ap.add_argument('--name', default='main_job')
     ap.add_argument('--out_root', default='runs/main_job')
+    ap.add_argument('--report', action='store_true', help='run nothing: summarise the finished runs in out_root (e.g. runs/peer_trl)')
     ap.add_argument('--sync_searcher_threads', type=int, default=2, help='torch threads of the searcher in sync mode (it has the machine to itself)')
     main(ap.parse_args(argv[:argv.index('--')] if '--' in argv else argv), extra)

@@ -4,6 +4,7 @@ sampling temperature, held-out greedy evaluation (tba_kit's `evaluate`, the same
 training minutes (evaluations excluded). Each run is its own process, one at a time, seeds interleaved.
 
     python benchmarks/peer_trl.py --seeds 0 1 2 3 4 [--systems trl async sync] [--name peer_trl]
+    python benchmarks/peer_trl.py --seeds 0 1 2 3 4 --report   # analyse the finished runs only (--resume: run the rest)
     python benchmarks/peer_trl.py --smoke          # CI: two TRL steps on the tiny model, evaluated, in seconds
 
 TRL (pip install trl) runs with its own defaults where the main job does not fix a setting: loss_type 'dapo', beta 0
@@ -41,9 +42,11 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
     reward.__name__ = task.name
     out.mkdir(parents=True, exist_ok=True); (out / 'evals').mkdir(exist_ok=True)
     log, clock = open(out / 'metrics.jsonl', 'w'), {'eval': 0.}
-    def evaluate_now(step):
+    def evaluate_now(step, sampled=False):
+        "Greedy held-out accuracy; sampled accuracy too before and after training, as tba_kit's loop"
         t = time.perf_counter()
-        res = evaluate(model, tok, task, 'test', cfg.eval_max_new_tokens, 64, cfg.eval_limit, temperature=cfg.logprob_temp, samples=cfg.eval_samples)
+        res = evaluate(model, tok, task, 'test', cfg.eval_max_new_tokens, 64, cfg.eval_limit, temperature=cfg.logprob_temp,
+                       samples=cfg.eval_samples if sampled else 0)
         (out / 'evals' / f'step_{step:06d}.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in res.pop('examples')))
         clock['eval'] += time.perf_counter() - t
         wall = time.perf_counter() - t0
@@ -57,8 +60,8 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
             train = time.perf_counter() - t0 - clock['eval'] - clock['load']
             log.write(json.dumps({'step': state.global_step, 'train/step': state.global_step, 'time/seconds': time.perf_counter() - t0,
                                   'time/train_seconds': train, 'train/step_seconds': time.perf_counter() - self.t_step}) + '\n')
-            if self.next is not None and train >= self.next: evaluate_now(state.global_step); self.next += eval_minutes * 60
-            if train >= 60 * cfg.time_limit or state.global_step >= cfg.steps: control.should_training_stop = True
+            if train >= 60 * cfg.time_limit or state.global_step >= cfg.steps: control.should_training_stop = True  # evaluated after
+            elif self.next is not None and train >= self.next: evaluate_now(state.global_step); self.next += eval_minutes * 60
     args = GRPOConfig(output_dir=str(out / 'trl'), num_generations=cfg.k, per_device_train_batch_size=cfg.k * cfg.prompts_per_step,
                       gradient_accumulation_steps=1, learning_rate=cfg.lr, lr_scheduler_type=cfg.lr_schedule, warmup_steps=cfg.warmup_steps,
                       max_completion_length=cfg.max_new_tokens, weight_decay=cfg.weight_decay,
@@ -67,14 +70,16 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
                       disable_tqdm=True, dataloader_num_workers=0)
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok, callbacks=[Budget()])
     clock['load'] = time.perf_counter() - t0
-    evaluate_now(0)
+    evaluate_now(0, sampled=True)
     trainer.train()
-    evaluate_now(trainer.state.global_step)
+    evaluate_now(trainer.state.global_step, sampled=True)
     log.close()
     (out / 'summary.json').write_text(json.dumps({'steps': trainer.state.global_step, 'seconds': time.perf_counter() - t0, 'trl_bf16': bf16}))
 
 
-def run_one(system, seed, out:Path, config, extra, trl_bf16):
+def run_one(system, seed, out:Path, config, extra, trl_bf16, resume=False):
+    "Run one system and seed in its own process; its wall-clock seconds (kept in the folder: `resume` reuses a finished run)"
+    if resume and (out / 'wall_seconds').exists(): return float((out / 'wall_seconds').read_text())
     if out.exists(): shutil.rmtree(out)
     if system == 'trl':
         cmd = [sys.executable, __file__, '--one', '--config', config, '--seed', str(seed), '--out', str(out)] + (['--trl_bf16'] if trl_bf16 else []) + ['--', *extra]
@@ -84,7 +89,8 @@ def run_one(system, seed, out:Path, config, extra, trl_bf16):
     t = time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0: sys.exit(f"{system} seed {seed} failed:\n{r.stderr[-3000:]}")
-    return time.perf_counter() - t
+    (out / 'wall_seconds').write_text(str(wall := time.perf_counter() - t))
+    return wall
 
 
 def analyse(runs:dict, walls:dict, name:str) -> dict:
@@ -92,9 +98,10 @@ def analyse(runs:dict, walls:dict, name:str) -> dict:
     res = {}
     for system, folders in runs.items():
         steps = [max(r['step'] for r in map(json.loads, open(f / 'metrics.jsonl'))) for f in folders]
-        step_s = [np.median([r['train/step_seconds'] for r in map(json.loads, open(f / 'metrics.jsonl')) if 'train/step' in r]) for f in folders]
         res[system] = {'final': final_with_interval(folders), 'initial': float(np.mean(evaluations(folders[0])[0]['correct'])),
-                       'steps': steps, 'seconds_per_step': float(np.median(step_s)), 'wall_minutes': [w / 60 for w in walls[system]],
+                       'steps': steps,
+                       'seconds_per_step': float(np.median([evaluations(f)[-1]['train'] / n for f, n in zip(folders, steps)])),  # generation included
+                       'wall_minutes': [w / 60 for w in walls[system]],
                        'training_minutes': [evaluations(f)[-1]['train'] / 60 for f in folders]}
     if 'trl' in runs:
         target, trl_min = res['trl']['final']['median'], median(res['trl']['training_minutes'])
@@ -117,7 +124,7 @@ def report(res:dict):
               f"{', '.join(f'{x:.1%}' for x in f['per_seed'])} | {', '.join(map(str, r['steps']))} | {r['seconds_per_step']:.2f} | "
               f"{median(r['training_minutes']):.1f} | {to} |")
     for s, r in res.items():
-        if r.get('ratio_to_trl_time') is not None: print(f"{s}: reaches TRL's median final accuracy in {r['ratio_to_trl_time']:.2f}x TRL's training time")
+        if s != 'trl' and r.get('ratio_to_trl_time') is not None: print(f"{s}: reaches TRL's median final accuracy in {r['ratio_to_trl_time']:.2f}x TRL's training time")
 
 
 def main():
@@ -132,6 +139,8 @@ def main():
     ap.add_argument('--trl_bf16', action='store_true', help="TRL's default bf16 autocast instead of fp32")
     ap.add_argument('--trl_eval_minutes', type=float, default=None, help='evaluate TRL every this many training minutes (default: 5 points per run)')
     ap.add_argument('--smoke', action='store_true', help='two TRL steps on the tiny model (CI)')
+    ap.add_argument('--resume', action='store_true', help='keep runs already finished in out_root (after an interruption)')
+    ap.add_argument('--report', action='store_true', help='run nothing: analyse the finished runs in out_root among those asked for')
     ap.add_argument('--one', action='store_true', help=argparse.SUPPRESS)  # a single TRL run, in this process
     ap.add_argument('--seed', type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument('--out', default=None, help=argparse.SUPPRESS)
@@ -152,11 +161,13 @@ def main():
     for seed in a.seeds:
         for system in a.systems:
             out = ROOT / a.out_root / f'{system}_seed{seed}'
-            walls[system].append(run_one(system, seed, out, a.config, extra, a.trl_bf16))
+            if a.report and not (out / 'wall_seconds').exists(): continue
+            walls[system].append(run_one(system, seed, out, a.config, extra, a.trl_bf16, a.resume or a.report))
             runs[system].append(out)
             ev = evaluations(out)
             print(f"{system} seed {seed}: {ev[0]['accuracy']:.1%} -> {ev[-1]['accuracy']:.1%} in {walls[system][-1] / 60:.1f} min", flush=True)
-    res = analyse(runs, walls, a.name)
+    runs = {s: fs for s, fs in runs.items() if fs}
+    res = analyse(runs, {s: walls[s] for s in runs}, a.name)
     report(res)
     (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({'config': a.config, 'overrides': extra, 'trl_bf16': a.trl_bf16,
         'runs': {s: [str(f.relative_to(ROOT)) for f in fs] for s, fs in runs.items()}, 'results': res}, indent=1))

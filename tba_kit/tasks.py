@@ -1,4 +1,4 @@
-"""A task is prompts (train and held-out), a TRL-compatible reward function and an evaluation; the default is one-digit arithmetic from reasoning-gym.
+"""A task is prompts (train and held-out), a TRL-compatible reward function and an evaluation; arithmetic from reasoning-gym or generated whole (the main job: `518 - 3 =`), GSM8K, TL;DR and red-teaming in later notebooks.
 
 Docs: https://tba-kit.github.io/tba_kit/tasks.html.md"""
 
