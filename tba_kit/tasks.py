@@ -189,9 +189,12 @@ def reasoning_gym_distinct(dataset:str, pool:int, n_train:int, n_test:int, seed:
     "(train, test): `pool` items drawn, each distinct question kept once, shuffled and split: both splits uniform over the distinct problems"
     rg = require('reasoning_gym', 'pip install reasoning-gym')
     items = list({e['question']: e for e in rg.create_dataset(dataset, size=pool, seed=seed, **dataset_kw)}.values())
+    return _split_at_random(items, n_train, n_test, seed, f"{dataset} gave {len(items)} distinct problems in a pool of {pool}", 'raise pool or lower n_test')
+
+def _split_at_random(items:list, n_train:int, n_test:int, seed:int, what:str, fix:str) -> tuple:
+    "(train, test): `items` shuffled, the first n_test held out, up to n_train of the rest for training"
     random.Random(seed).shuffle(items)
-    if len(items) < n_test + 1: raise ValueError(f"{dataset} gave {len(items)} distinct problems in a pool of {pool}: too few for "
-                                                 f"n_test={n_test} and training; raise pool or lower n_test")
+    if len(items) < n_test + 1: raise ValueError(f"{what}: too few for n_test={n_test} and training; {fix}")
     return items[n_test:n_test + n_train], items[:n_test]
 
 def increments(min_value:int=10, max_value:int=999, steps:Sequence[int]=(1,)) -> list:
@@ -205,9 +208,7 @@ FAMILIES = {'increments': increments}  # families of this project, enumerated wh
 
 def _family_splits(name:str, n_train:int, n_test:int, seed:int, **kw) -> tuple:
     items = FAMILIES[name](**kw)
-    random.Random(seed).shuffle(items)
-    if len(items) < n_test + 1: raise ValueError(f"{name} has {len(items)} problems: too few for n_test={n_test} and training")
-    return items[n_test:n_test + n_train], items[:n_test]
+    return _split_at_random(items, n_train, n_test, seed, f"{name} has {len(items)} problems", 'lower n_test or widen the family')
 
 class ArithmeticTask(PromptTask):
     "reasoning-gym arithmetic (default: one-digit chain sums of 2-3 terms); reward 1 if the last number is the answer"
