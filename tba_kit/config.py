@@ -69,7 +69,8 @@ class SearchFields(ModelFields):
     searcher_nice:int = 0  # CPU niceness added to searcher processes (0-19): > 0 gives the trainer the shared cores first
     search_prompts:int = 4  # prompts per search call
     search_k:int|None = None  # completions an async search draws per prompt (the paper: 1.2 k, so that k distinct new ones exist after dedup); null: k
-    sync_every:int = 1  # trainer steps between weight syncs (the paper's k)
+    search_ratio:float|None = None  # async: searchers make at most prefill + this many completions per completion trained (1.0: as many as the trainer uses), leaving shared cores to the trainer; null: no limit
+    sync_every:int = 1  # trainer steps between weight syncs (the paper's k); in sync mode the generating weights lag by up to sync_every - 1 versions
     max_new_tokens:int = 32
     temperature:float = 1.0
     logprob_temperature:float|None = None  # every log-prob (behaviour, reference, policy, eval/kl) of softmax(logits / this); null: temperature, as the paper and TRL; 1.0: raw
@@ -190,6 +191,7 @@ def check_ranges(self:Config):
         _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
     _need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
     _need(self.max_grad_norm is None or self.max_grad_norm > 0, 'max_grad_norm', f"must be > 0 or null (no clipping), got {self.max_grad_norm}: a negative norm turns training into gradient ascent")
+    _need(self.search_ratio is None or self.search_ratio > 0, 'search_ratio', f"must be > 0 or null (no limit), got {self.search_ratio}")
     _need(self.time_limit is None or self.time_limit > 0, 'time_limit', f"minutes of training: must be > 0 or null (no limit), got {self.time_limit}")
     _need(self.eval_limit is None or self.eval_limit >= 1, 'eval_limit', f"must be >= 1 or null (every held-out prompt), got {self.eval_limit}; eval: false skips evaluation")
     for name in ('wait_timeout', 'search_timeout', 'reward_timeout'): _need(getattr(self, name) > 0, name, f"seconds: must be > 0, got {getattr(self, name)}")

@@ -358,6 +358,8 @@ class Run:
         self.last_trajs, self.diversity_task = [], None  # the latest search's completions; a measurement in a worker thread
         self.stop_requested = self.interrupted = self.failed = False
         self.search_stats, self.last_acc = [], None
+        self.made = self.rows_trained = 0  # completions searched, rows trained: the search_ratio budget
+        self.hungry, self.search_gate, self.held = False, asyncio.Event(), 0.  # trainer waiting for data; set at each step; seconds searchers were held
         self.tuning = TrainerFirst()  # the interpreter's settings while the run trains
         self.summary = RunSummary(str(self.out), 0, 0.)
 
@@ -397,21 +399,34 @@ async def search_once(self:Run, searcher, prompts, k:int|None=None) -> list:
 async def searcher_loop(self:Run, searcher, data:asyncio.Event, paused:asyncio.Event):
     while not self.stopping:
         await paused.wait()
+        if not self.may_search():  # far enough ahead of the trainer (search_ratio): wait for its next step
+            t = time.perf_counter()
+            self.search_gate.clear(); await self.search_gate.wait()
+            self.held += time.perf_counter() - t; continue
         trajs = await self.search_once(searcher, self.stream.take(self.cfg.search_prompts), self.cfg.search_k)
+        self.made += len(trajs)
         self.buffer.add(trajs)
         data.set()
+
+@patch
+def may_search(self:Run) -> bool:
+    "Within the search_ratio budget, or the trainer is waiting for data (dedup or eviction can keep the buffer short of what was made)"
+    r = self.cfg.search_ratio
+    return r is None or self.hungry or self.made < self.cfg.prefill + r * self.rows_trained
 
 @patch
 def drain_search_stats(self:Run) -> dict:
     "Searcher metrics since the last step: throughput summed over searchers (they run side by side), calls, unscored"
     st, self.search_stats = self.search_stats, []
-    if not st: return {}
+    held = {}
+    if self.cfg.search_ratio is not None: held, self.held = {'search/held_seconds': self.held}, 0.  # seconds searchers waited for the trainer
+    if not st: return held
     per = {}
     for name, m in st:
         tok, sec = per.get(name, (0, 0.))
         per[name] = (tok + m['search/tokens'], sec + m['search/seconds'])
     out = {'search/tokens_per_s': sum(t / max(s, 1e-9) for t, s in per.values()), 'search/calls': len(st),
-           'search/completions': sum(m['search/completions'] for _, m in st), 'search/unscored': sum(m['search/unscored'] for _, m in st)}
+           'search/completions': sum(m['search/completions'] for _, m in st), 'search/unscored': sum(m['search/unscored'] for _, m in st), **held}
     loads = [m['sync/load_seconds'] for _, m in st if 'sync/load_seconds' in m]
     if loads: out['sync/load_seconds'] = max(loads)
     return out
@@ -492,19 +507,22 @@ def _step(self:Run, batch, sync:bool):
 @patch
 async def train_step(self:Run, batch, sample_stats:dict, wait:float, bar, paused=None):
     cfg, t = self.cfg, time.perf_counter()
+    self.hungry = False
     sync = cfg.mode == 'async' and (self.trainer.step_count + 1) % cfg.sync_every == 0  # sync mode publishes before each step
     step = asyncio.ensure_future(asyncio.to_thread(self._step, batch, sync))
     try: m, snap = await asyncio.shield(step)
     except asyncio.CancelledError:  # interrupted: the step in flight finishes, so that the checkpoint holds it
         self.record({**(await step)[0], **sample_stats}, bar); raise
     self.log.span('trainer', 'train', t, step=self.trainer.step_count)
+    self.rows_trained += len(batch.rewards); self.search_gate.set()
     m.update(sample_stats); m['train/wait_seconds'] = wait
     if snap is not None: m['sync/seconds'] = await self.hand_out(*snap, reset_ref='ref/reset' in m)
     elif 'ref/reset' in m: m['sync/seconds'] = await self.publish(reset_ref=True)  # a reset goes out at once
     if snap is not None or 'ref/reset' in m: self.buffer.mark_sync()
     m.update(self.drain_search_stats())
     m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
-    if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0: m.update(await self.evaluate(paused))
+    if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0 and not (cfg.eval and self.done()):  # the last step: evaluated after the run
+        m.update(await self.evaluate(paused))
     m.update(self.diversity())
     self.record(m, bar)  # before the checkpoint: a run killed between the two trains the step again and rewrites its row
     if cfg.checkpoint_every and self.trainer.step_count % cfg.checkpoint_every == 0: self.checkpoint()
@@ -569,6 +587,7 @@ async def grow(self:Run, tasks:list, data, paused, poll:float=2.):
 @patch
 async def _wait_data(self:Run, data, tasks, t0, what):
     data.clear()
+    self.hungry = True; self.search_gate.set()  # searchers held by search_ratio search again
     for tk in tasks:
         if tk.done() and tk.exception(): raise tk.exception()
     left = self.cfg.wait_timeout - (time.perf_counter() - t0)
@@ -581,9 +600,10 @@ async def _wait_data(self:Run, data, tasks, t0, what):
 async def train_sync(self:Run, bar):
     cfg = self.cfg
     while not self.done():
-        t = time.perf_counter()
-        pub = await self.publish()
-        self.buffer.mark_sync()
+        t, pub = time.perf_counter(), 0.
+        if self.trainer.step_count % cfg.sync_every == 0:  # sync_every > 1: generation lags the trainer by 0 .. sync_every - 1 versions
+            pub = await self.publish()
+            self.buffer.mark_sync()
         prompts = self.stream.take(cfg.prompts_per_step)
         shards = [prompts[i::len(self.searchers)] for i in range(len(self.searchers))]
         got = await asyncio.gather(*(asyncio.wait_for(self.search_once(s, sh), cfg.search_timeout) for s, sh in zip(self.searchers, shards) if sh))
@@ -593,7 +613,8 @@ async def train_sync(self:Run, bar):
         for x in trajs: groups.setdefault(x.prompt_id, []).append(x)
         groups = [g for g in groups.values() if len(g) >= self.trainer.objective.needs.min_group]  # unscored completions shrink groups
         if not groups: continue
-        stats = {'buffer/staleness_mean': 0., 'sample/reward_mean': float(np.mean([x.reward for g in groups for x in g])), 'sync/seconds': pub,
+        lag = [self.trainer.version - x.version for g in groups for x in g]
+        stats = {'buffer/staleness_mean': float(np.mean(lag)), 'buffer/staleness_max': max(lag), 'sample/reward_mean': float(np.mean([x.reward for g in groups for x in g])), 'sync/seconds': pub,
                  'train/generate_seconds': gen_s}
         await self.train_step(collate(groups, self.tok.pad_token_id), stats, 0., bar)
 

@@ -19,3 +19,33 @@ def test_peer_trl_smoke(tmp_path):
     evals = sorted((tmp_path / 'trl' / 'evals').iterdir())
     assert [p.name for p in evals] == ['step_000000.jsonl', 'step_000002.jsonl']
     assert all('correct' in json.loads(l) for l in evals[-1].read_text().splitlines())  # per problem, for intervals
+
+
+def _off_policy():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('off_policy', ROOT / 'benchmarks' / 'off_policy.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
+
+
+def test_steps_to_interpolates_between_evaluations(tmp_path):
+    "Steps to an accuracy: linear between the evaluations around the first crossing; None when never reached"
+    rows = [{'step': s, 'time/seconds': s, 'eval/accuracy': a} for s, a in [(0, .1), (10, .3), (20, .5), (30, .45)]]
+    (tmp_path / 'metrics.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    op = _off_policy()
+    assert op.steps_to(tmp_path, .4) == pytest.approx(15.)
+    assert op.steps_to(tmp_path, .3) == 10. and op.steps_to(tmp_path, .05) == 0.
+    assert op.steps_to(tmp_path, .6) is None
+
+
+def test_off_policy_smoke(tmp_path):
+    "Both arms train on the tiny model; the stale arm's data lags 0, 1, 0, 1, ... versions (sync_every 2), the on-policy arm's 0"
+    res = _off_policy().main(['--smoke', '--out_root', str(tmp_path)])
+    assert set(res) == {'tb', 'grpo_tis'}
+    for obj in res:
+        lag = [json.loads(l) for l in open(tmp_path / f'{obj}_lag2_seed0' / 'metrics.jsonl')]
+        on = [json.loads(l) for l in open(tmp_path / f'{obj}_on_seed0' / 'metrics.jsonl')]
+        assert [r['train/staleness'] for r in lag if 'train/step' in r] == [0., 1.] * 3
+        assert [r['train/staleness'] for r in on if 'train/step' in r] == [0.] * 4
+        assert not (tmp_path / f'{obj}_lag2_seed0' / 'checkpoints').exists()  # deleted once evaluated
+        assert 0 <= res[obj]['on_policy_final'] <= 1 and res[obj]['seeds'] == 1
