@@ -113,6 +113,9 @@ def find_checkpoint(path:str|Path) -> Path:
                 return ck
             bad.append(f"{ck} ({why})")
         if bad: raise ValueError(f"no intact checkpoint in {str(root)!r}: {'; '.join(bad)}")
+    if (p / 'config.json').exists():  # a run that stopped (killed, or failed) before its first checkpoint
+        raise FileNotFoundError(f"no checkpoint in {str(p)!r}: the run stopped before its first checkpoint, so there is nothing to resume. "
+                                f"Start it again in the same folder with its settings: tba train {p / 'config.json'} (what it logged is kept in {p}/stopped-*)")
     raise FileNotFoundError(f"no checkpoint in {str(p)!r}: give a run directory or one of its checkpoints/step_* folders")
 
 # %% ../nbs/09a_checkpoints.ipynb #b04a5ac8

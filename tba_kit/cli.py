@@ -64,6 +64,8 @@ def main(argv:list|None=None) -> int:
             print(json.dumps(evaluate_target(args.target, args.limit), indent=1))
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as e:
         _say(f"error: {e}"); return 2
+    except OSError as e:  # e.g. a model that is neither a folder nor reachable on the hub; a full disk
+        _say(f"error: {type(e).__name__}: {e}"); return 2
     except (KeyboardInterrupt, asyncio.CancelledError):
         _say("interrupted; searchers stopped"); return 130
     except Exception as e:  # a run stopped by its rewards, its searchers or a timeout: said plainly (its checkpoint is written)

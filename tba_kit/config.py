@@ -6,14 +6,14 @@ Docs: https://tba-kit.github.io/tba_kit/config.html.md"""
 
 # %% ../nbs/09_config.ipynb #a7a01ce4
 from __future__ import annotations
-import dataclasses, difflib, types, typing
+import dataclasses, difflib, math, types, typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['LOGGERS', 'ModelFields', 'SearchFields', 'Config', 'given']
+__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given']
 
 # %% ../nbs/09_config.ipynb #6a6367b8
 LOGGERS = ('tensorboard', 'wandb')
@@ -145,6 +145,7 @@ def _need(ok:bool, field_:str, msg:str):
 def validate(self:Config):
     "Raise a ValueError naming the field of the first setting that cannot work, with the fix"
     for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
+    _need(0 <= self.seed < 2 ** 32, 'seed', f"must be in 0..2**32 - 1 (numpy's seeds), got {self.seed}")  # before the components that take it
     _need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
     from tba_kit.searchers import ENGINES
     if self.placement == 'auto': self.placement = 'inline' if self.engine == 'vllm' else 'process'
@@ -189,7 +190,21 @@ def check_ranges(self:Config):
     _need(self.stable_steps is None or self.stable_steps >= 0, 'stable_steps', f"must be >= 0 or null, got {self.stable_steps}")
     for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts'):
         _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
+    for f in fields(self):  # inf or nan reaches the loss or the sampler silently
+        v = getattr(self, f.name)
+        if isinstance(v, float): _need(math.isfinite(v), f.name, f"must be a finite number, got {v}" + (" (null means no limit)" if type(None) in _options(_hints()[f.name]) else ""))
     _need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
+    for name in ('weight_decay', 'log_z_lr', 'kl_coef'): _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
+    _need(self.ppo_clip > 0, 'ppo_clip', f"must be > 0, got {self.ppo_clip}")
+    for name in ('max_new_tokens', 'eval_max_new_tokens'):
+        _need(1 <= getattr(self, name) <= MAX_TOKENS, name, f"new tokens per completion must be in 1..{MAX_TOKENS:,} (longer than any model's context), got {getattr(self, name)}")
+    _need(bool(self.out_dir.strip()), 'out_dir', "is empty: name the run's folder, e.g. runs/my_run")
+    if self.placement != 'ray':  # a cluster setting without the cluster would be ignored silently
+        for name in ('ray_address', 'searcher_cpus', 'searcher_gpus', 'searcher_resources', 'max_searchers'):
+            _need(getattr(self, name) == _default(name), name, f"only applies with placement: ray (placement is {self.placement!r}): set placement: ray, or drop it")
+    if self.mode == 'async' and self.max_staleness is not None:
+        _need(self.max_staleness >= self.sync_every - 1, 'max_staleness', f"between syncs every {self.sync_every} steps the trainer runs up to {self.sync_every - 1} "
+              f"versions ahead of the newest completions, so max_staleness {self.max_staleness} leaves it no data: use >= {self.sync_every - 1}, or sync more often")
     _need(self.max_grad_norm is None or self.max_grad_norm > 0, 'max_grad_norm', f"must be > 0 or null (no clipping), got {self.max_grad_norm}: a negative norm turns training into gradient ascent")
     _need(self.search_ratio is None or self.search_ratio > 0, 'search_ratio', f"must be > 0 or null (no limit), got {self.search_ratio}")
     _need(self.time_limit is None or self.time_limit > 0, 'time_limit', f"minutes of training: must be > 0 or null (no limit), got {self.time_limit}")
@@ -257,7 +272,8 @@ def load(cls:Config, path:str|Path|None=None, overrides:list|dict|None=None) -> 
     if path is not None:
         p = Path(path)
         if not p.exists(): raise FileNotFoundError(f"config file {str(p)!r} does not exist")
-        try: d = yaml.load(p.read_text(), Loader=_unique_keys_loader(yaml))
+        try: d = yaml.load(p.read_text(encoding='utf-8'), Loader=_unique_keys_loader(yaml))
+        except UnicodeDecodeError as e: raise ValueError(f"config file {str(p)!r} is not UTF-8 text (byte {e.start}: {e.object[e.start:e.start + 1]!r}): save it as UTF-8") from None
         except yaml.YAMLError as e: raise ValueError(f"config file {str(p)!r} is not valid YAML: {e}") from None
         if d is None: raise ValueError(f"config file {str(p)!r} is empty: give at least one field (an empty file would run every default)")
         if not isinstance(d, dict): raise ValueError(f"config file {str(p)!r} must hold a mapping of keys to values")
@@ -308,6 +324,13 @@ _CPU_TRAINER = ("a CPU trainer keeps fp32 (bf16-mixed autocast was no faster for
                 "bf16, and learned less; see benchmarks/results/main_job_search.md; precision: bf16-mixed overrides)")
 
 def _hints(): return typing.get_type_hints(Config)
+
+MAX_TOKENS = 131_072  # new tokens per completion, at most (the longest contexts of today's open models)
+
+def _default(name:str):
+    "The default value of a config field"
+    f = next(f for f in fields(Config) if f.name == name)
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 _SEARCHER = {'thread': dict(engine='hf', placement='inline'), 'process': dict(engine='hf', placement='process'),
              'vllm': dict(engine='vllm', placement='inline')}

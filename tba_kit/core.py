@@ -276,8 +276,8 @@ class Registry:
         if ':' in name:
             mod, attr = name.split(':', 1)
             try: return getattr(importlib.import_module(mod), attr)
-            except (ImportError, AttributeError) as e:
-                raise ValueError(f"{self.kind} {name!r}: could not import {attr!r} from {mod!r} ({e})") from e
+            except Exception as e:  # not found, or the module itself fails: a syntax error, an error while it runs
+                raise ValueError(f"{self.kind} {name!r}: could not import {attr!r} from {mod!r} ({type(e).__name__}: {e})") from e
         close = difflib.get_close_matches(name, list(self.entries), n=1)
         raise ValueError(f"unknown {self.kind} {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}: "
                          f"use one of {sorted(self.entries)} or 'module:Name' for your own")

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/loop.html.md"""
 
 # %% ../nbs/10_loop.ipynb #10e1b7ec
 from __future__ import annotations
-import asyncio, copy, gc, json, logging, math, os, random, sys, threading, time, uuid
+import asyncio, copy, gc, json, logging, math, os, random, shutil, sys, threading, time, uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from .vllm_searcher import import_vllm
 # %% auto #0
 __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'make_searcher', 'PromptStream',
            'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'Status', 'RunLog', 'WeightSync', 'RunSummary',
-           'Run', 'eval_line', 'TrainerFirst', 'run']
+           'Run', 'eval_line', 'TrainerFirst', 'set_aside', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -326,7 +326,8 @@ class Run:
         torch.set_num_threads(cfg.trainer_threads)
         torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
         if task is None and given(cfg.task): raise ValueError(f"task {cfg.task} was given to run() as an object: give it again, run(config, task=...)")
-        self.task = task if task is not None else make_task(cfg.task, **cfg.task_args)
+        try: self.task = task if task is not None else make_task(cfg.task, **cfg.task_args)
+        except (ValueError, TypeError) as e: raise type(e)(f"config field 'task': {e}") from e
         objective = objective if objective is not None else make_objective(cfg)
         cfg.check_needs(objective.needs, type(objective).__name__)
         n = len(self.task.prompts('train'))
@@ -516,14 +517,17 @@ async def train_step(self:Run, batch, sample_stats:dict, wait:float, bar, paused
     self.log.span('trainer', 'train', t, step=self.trainer.step_count)
     self.rows_trained += len(batch.rewards); self.search_gate.set()
     m.update(sample_stats); m['train/wait_seconds'] = wait
-    if snap is not None: m['sync/seconds'] = await self.hand_out(*snap, reset_ref='ref/reset' in m)
-    elif 'ref/reset' in m: m['sync/seconds'] = await self.publish(reset_ref=True)  # a reset goes out at once
-    if snap is not None or 'ref/reset' in m: self.buffer.mark_sync()
-    m.update(self.drain_search_stats())
-    m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
-    if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0 and not (cfg.eval and self.done()):  # the last step: evaluated after the run
-        m.update(await self.evaluate(paused))
-    m.update(self.diversity())
+    try:
+        if snap is not None: m['sync/seconds'] = await self.hand_out(*snap, reset_ref='ref/reset' in m)
+        elif 'ref/reset' in m: m['sync/seconds'] = await self.publish(reset_ref=True)  # a reset goes out at once
+        if snap is not None or 'ref/reset' in m: self.buffer.mark_sync()
+        m.update(self.drain_search_stats())
+        m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
+        if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0 and not (cfg.eval and self.done()):  # the last step: evaluated after the run
+            m.update(await self.evaluate(paused))
+        m.update(self.diversity())
+    except asyncio.CancelledError:  # interrupted while syncing or evaluating: the step is trained and checkpointed, so its row is kept
+        self.record(m, bar); raise
     self.record(m, bar)  # before the checkpoint: a run killed between the two trains the step again and rewrites its row
     if cfg.checkpoint_every and self.trainer.step_count % cfg.checkpoint_every == 0: self.checkpoint()
     self.tuning.step_done()
@@ -648,6 +652,14 @@ def checkpoint(self:Run) -> Path:
     self.tuning.collect()  # the trainer waits for the checkpoint anyway
     return p
 
+def set_aside(out:Path) -> Path:
+    "Move what a run that never checkpointed left in `out` (metrics, timeline, evaluations, config) into out/stopped-<time>/"
+    dest = out / time.strftime('stopped-%Y%m%d-%H%M%S')
+    dest.mkdir()
+    for p in out.iterdir():
+        if p != dest and p.name != '.lock' and not p.name.startswith('stopped-'): shutil.move(str(p), str(dest / p.name))
+    return dest
+
 @patch
 def save_on_exit(self:Run):
     "A checkpoint of the last finished step when the run ends early, so that `--resume` continues it (never masks the error)"
@@ -665,8 +677,10 @@ async def __call__(self:Run, resume:str|Path|None=None) -> RunSummary:
 async def _locked(self:Run, resume) -> RunSummary:
     cfg = self.cfg
     if resume is None and ((self.out / 'metrics.jsonl').exists() or (self.out / 'checkpoints').exists()):
-        raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
-                              "or choose another out_dir (--out_dir=...); nothing was overwritten")
+        if list((self.out / 'checkpoints').glob('step_*')):
+            raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
+                                  "or choose another out_dir (--out_dir=...); nothing was overwritten")
+        _stderr(f"{self.out} holds a run that stopped before its first checkpoint: its files were moved to {set_aside(self.out)}; starting afresh")
     self.searchers = make_searchers(cfg, self.task, self.model, self.tok)  # before a resume: references start as the initial policy
     if resume is not None:
         ck = find_checkpoint(resume)
@@ -718,7 +732,10 @@ async def _train(self:Run, resume) -> RunSummary:
         await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
         self.weights.close()
         if self.failed: self.save_on_exit()
-    self.summary.eval_after = await self.evaluate(sampled=True)
+    try: self.summary.eval_after = await self.evaluate(sampled=True)
+    except BaseException as e:  # interrupted in the last evaluation: the steps since the last checkpoint are kept all the same
+        self.interrupted, self.failed = isinstance(e, (asyncio.CancelledError, KeyboardInterrupt)), True
+        self.save_on_exit(); raise
     if self.summary.eval_after: self.record(self.summary.eval_after)
     self.checkpoint()
     steps = [r for r in self.log.rows if 'train/step' in r][-10:]

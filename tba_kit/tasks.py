@@ -26,6 +26,14 @@ class Prompt:
     messages: list|str  # chat messages [{'role': ..., 'content': ...}] (chat template applied) or raw text
     fields: dict = field(default_factory=dict)  # columns passed to the reward as keyword lists, e.g. {'answer': '7'}
 
+    def __post_init__(self):  # a lone surrogate (e.g. from bytes decoded with errors='surrogateescape') fails deep inside a tokenizer otherwise
+        for t in [self.messages] if isinstance(self.messages, str) else [m.get('content') for m in self.messages if isinstance(m, dict)]:
+            if not isinstance(t, str): continue
+            try: t.encode('utf-8')
+            except UnicodeEncodeError as e:
+                raise ValueError(f"prompt {self.id!r} holds {t[e.start:e.end]!r} at position {e.start}, which is not valid Unicode text "
+                                 "(a lone surrogate): fix or drop the prompt") from None
+
     @property
     def is_chat(self) -> bool: return not isinstance(self.messages, str)
 
@@ -58,6 +66,43 @@ def _in_thread(fn, kw:dict) -> asyncio.Future:
     threading.Thread(target=work, name='tba_kit-reward', daemon=True).start()
     return fut
 
+class _RewardLoop:
+    "The event loop, in a daemon thread, where async reward functions run (as TRL runs them): a reward that blocks its loop, ignores cancellation or raises SystemExit is abandoned with its thread, never waited on, and the next batch gets a new loop"
+    loop = None
+
+    @classmethod
+    def submit(cls, coro) -> asyncio.Future:
+        if cls.loop is None:
+            cls.loop = asyncio.new_event_loop()
+            threading.Thread(target=cls.loop.run_forever, name='tba_kit-async-reward', daemon=True).start()
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_contained(coro), cls.loop))
+
+    @classmethod
+    def abandon(cls): cls.loop = None  # after a timeout: the old loop may be stuck; its thread dies with the interpreter
+
+async def _contained(aw):
+    "Await a reward's awaitable; SystemExit and KeyboardInterrupt raised by it become errors of its batch instead of stopping the loop's thread"
+    try: return await aw
+    except (SystemExit, KeyboardInterrupt) as e: raise _Escaped(e) from e
+
+class _Escaped(Exception):
+    "A BaseException (SystemExit, KeyboardInterrupt) raised by a reward function, carried as an ordinary error"
+    def __init__(self, e:BaseException): super().__init__(f"{type(e).__name__}: {e}"); self.original = e
+
+async def _settle(call:asyncio.Future, name:str, timeout:float|None):
+    "The result of a reward call running off this loop (a thread, or the async reward loop); a BaseException it raised comes back as an Exception"
+    try: done, _ = await asyncio.wait([call], timeout=timeout)
+    finally: call.cancel()  # cancelled with the caller, or after the timeout (the thread or loop is left behind, never waited on)
+    if not done:
+        _RewardLoop.abandon()
+        raise RewardError(f"reward function {name!r} did not return within {timeout:g} s (reward_timeout); the batch was skipped. "
+                          "Raise reward_timeout if scoring is legitimately slow")
+    if call.cancelled(): raise RewardError(f"reward function {name!r} was cancelled before it returned")
+    e = call.exception()
+    if isinstance(e, (SystemExit, KeyboardInterrupt)): raise _Escaped(e) from e  # raised in its thread: an error of the batch, not of this process
+    return call.result()
+
+# %% ../nbs/06_tasks.ipynb #92435a2e
 async def score(
     reward_fn:Callable,  # TRL-style reward function, sync or async
     prompts:Sequence[Prompt],  # one per completion
@@ -79,17 +124,14 @@ async def score(
         kw = dict(prompts=[p.messages for p in prompts], completions=comps,
                   completion_ids=list(completion_ids) if completion_ids is not None else None, **cols)
         is_async = inspect.iscoroutinefunction(reward_fn) or inspect.iscoroutinefunction(getattr(reward_fn, '__call__', None))
-        call = asyncio.ensure_future(reward_fn(**kw) if is_async else _in_thread(reward_fn, kw))  # a sync reward must not stall the event loop
-        try: done, _ = await asyncio.wait([call], timeout=timeout)
-        finally: call.cancel()  # cancelled with the caller, or after the timeout (a hung thread is left behind, never waited on)
-        if not done:
-            raise RewardError(f"reward function {name!r} did not return within {timeout:g} s (reward_timeout); the batch was skipped. "
-                              "Raise reward_timeout if scoring is legitimately slow")
-        out = call.result()
-        if inspect.isawaitable(out): out = await out
+        out = await _settle(_RewardLoop.submit(reward_fn(**kw)) if is_async else _in_thread(reward_fn, kw), name, timeout)  # never on this loop
+        if inspect.isawaitable(out): out = await _settle(_RewardLoop.submit(out), name, timeout)  # a sync function that returned a coroutine
     except RewardError: raise
     except Exception as e:
-        raise RewardError(f"reward function {name!r} raised {type(e).__name__}: {e}", traceback.format_exc()) from e
+        e = getattr(e, 'original', e)
+        raise RewardError(f"reward function {name!r} raised {type(e).__name__}: {e}", ''.join(traceback.format_exception(e))) from None
+    if isinstance(out, (dict, str, bytes, set)):
+        raise RewardError(f"reward function {name!r} returned a {type(out).__name__}; it must return a list with one float (or None) per completion")
     try: out = list(out)
     except TypeError: raise RewardError(f"reward function {name!r} returned {type(out).__name__}; it must return a list of floats (or None) per completion") from None
     if len(out) != n: raise RewardError(f"reward function {name!r} returned {len(out)} rewards for {n} completions")
@@ -251,6 +293,9 @@ TASKS['gsm8k'], TASKS['tldr'], TASKS['redteam'] = 'tba_kit.gsm8k:GSM8KTask', 'tb
 
 def make_task(name:str, **kw) -> Task:
     "A task from a built-in name or an import path 'module:factory', built with `kw`"
-    task = TASKS.get(name)(**kw)
+    factory = TASKS.get(name)
+    try: task = factory(**kw)
+    except (ValueError, TypeError): raise  # the task's own message about its arguments
+    except Exception as e: raise ValueError(f"task {name!r}: building it with task_args {kw} raised {type(e).__name__}: {e}") from e
     if not isinstance(task, Task): raise TypeError(f"task {name!r} returned {type(task).__name__}, which lacks prompts/reward/evaluate")
     return task

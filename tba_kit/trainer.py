@@ -168,6 +168,7 @@ def step(self:Trainer, batch:Batch) -> dict:
     "One optimisation step on `batch`; returns metrics"
     t0 = time.perf_counter()
     if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
+    self._check_resolution(batch)
     B, sums = len(batch), {}
     for mb in split_groups(batch, self.micro_batch_rows):
         mb = mb.to(self.device)  # batches are collated on the CPU; the policy may live on a GPU
@@ -196,6 +197,17 @@ def step(self:Trainer, batch:Batch) -> dict:
     return metrics
 
 # %% ../nbs/08_trainer.ipynb #6ecf98a9
+@patch
+def _check_resolution(self:Trainer, batch:Batch, nats:float=0.05):
+    "Refuse a batch whose log-rewards (reward / beta) are so large that float32 resolves them only to more than `nats`: the log-probs beside them would vanish and the loss train on nothing"
+    beta = getattr(self.objective, 'beta', None) if self.objective.needs.kl_name == 'beta' else None
+    if not beta: return
+    top = float(batch.rewards.abs().max()) / beta
+    if top * 2 ** -23 > nats:  # float32 spacing at `top`
+        raise ValueError(f"step {self.step_count + 1}: rewards up to {float(batch.rewards.abs().max()):.3g} divided by beta {beta:.3g} give log-rewards of "
+                         f"{top:.3g}, which float32 resolves only to {top * 2 ** -23:.3g} nats, so the step was refused (weights unchanged): "
+                         f"the log-probs would vanish beside them. Scale the reward function down (|reward| / beta below {nats * 2 ** 23:.3g}) or raise beta")
+
 @patch
 def _refuse(self:Trainer, batch:Batch, loss:float, grad_norm:float):
     "Leave the weights as they are and say why: an overflowing loss would write inf / nan into every weight"

@@ -3,6 +3,8 @@ or refused before anything is written, and a run folder is locked for the life o
 import json, os, random, re, shutil, signal, subprocess, sys, time
 from pathlib import Path
 
+import pytest
+
 from test_loop import ROOT, TINY_CLI, tba_train, wait_for_steps
 from tba_kit.checkpoints import find_checkpoint
 from tba_kit.searchers import _alive
@@ -64,7 +66,7 @@ def test_a_live_run_folder_is_locked(tmp_path):
 
 def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, capsys):
     "Before: these ran silently (gradient ascent, 0 steps, ignored LoRA, all defaults, the last of two keys), misled, or failed late"
-    import asyncio, pytest
+    import asyncio
     import tba_kit.loop as L
     from tba_kit.config import Config
     monkeypatch.setattr(L, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
@@ -75,7 +77,19 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
            'out_dir': dict(out_dir=str(tmp_path / 'file' / 'run')), 'model': dict(model=str(tmp_path / 'no_such_model')),
            'model ': dict(model='./checkpoints/step_000009'), 'engine': dict(placement='ray', engine='tba_kit.searchers:hf_searcher'),
            'max_searchers': dict(placement='ray', searchers=2, max_searchers=1), 'searcher_cpus': dict(placement='ray', searcher_cpus=-1),
-           'searcher_resources': dict(placement='ray', searcher_resources={'gpu_node': -1})}
+           'searcher_resources': dict(placement='ray', searcher_resources={'gpu_node': -1}),
+           # from the second outside probe: accepted and run, or refused late or under another field's name
+           'beta': dict(beta=float('inf')), 'temperature': dict(temperature=float('inf')), 'weight_decay': dict(weight_decay=-0.1),
+           'log_z_lr': dict(log_z_lr=-1.), 'max_new_tokens': dict(max_new_tokens=100_000_000), 'out_dir  ': dict(out_dir=''),
+           'ray_address': dict(ray_address='auto'), 'searcher_cpus ': dict(searcher_cpus=2.), 'max_searchers ': dict(max_searchers=3),
+           'lr': dict(lr=float('inf')), 'eval_max_new_tokens': dict(eval_max_new_tokens=0), 'eval_max_new_tokens ': dict(eval_max_new_tokens=-5),
+           'seed': dict(seed=-1), 'seed ': dict(seed=2 ** 70), 'max_staleness': dict(max_staleness=0, sync_every=4),
+           'task': dict(task='probe_syntax:make'), 'task ': dict(task='probe_raises:make')}
+    (tmp_path / 'probe_syntax.py').write_text('def make(**kw):\n    return 1 +\n')
+    (tmp_path / 'probe_raises.py').write_text('def make(**kw): raise RuntimeError("no data here")\n')
+    (tmp_path / 'probe_surrogate.py').write_text('from tba_kit.tasks import PromptTask\n'
+                                                 'def make(**kw): return PromptTask(["Say \\udc80 word"], lambda prompts, completions, **k: [0.] * len(completions), test=["x"])\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
     tried = refused = 0
     for field, kw in bad.items():
         tried += 1
@@ -83,13 +97,132 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
             asyncio.run(L.run(dict(model='tiny', task_args={'n_train': 40, 'n_test': 4}, k=4, out_dir=str(tmp_path / 'r')) | kw, progress=False))
         refused += 1
     for text, msg in [('', 'is empty'), ('steps: 3\nsteps: 4\n', "key 'steps' is given twice"), ('steps: [3\n', 'is not valid YAML'),
-                      ('lora: {rr: 4}\nmodel: m\n', "config field 'lora'")]:
+                      ('lora: {rr: 4}\nmodel: m\n', "config field 'lora'"), ('steps: 3\nmodel: caf\xe9\n', 'is not UTF-8 text')]:
         tried += 1
-        f = tmp_path / f'c{tried}.yaml'; f.write_text(text)
+        f = tmp_path / f'c{tried}.yaml'; f.write_bytes(text.encode('latin-1'))
         with pytest.raises(ValueError, match=msg): Config.load(f)
         refused += 1
+    tried += 1
+    with pytest.raises(ValueError, match='not valid Unicode text'):  # a prompt with a lone surrogate, refused when the task is built
+        L.Run(L.Config.from_dict(dict(model='tiny', task='probe_surrogate:make', out_dir=str(tmp_path / 'r'))), progress=False)
+    refused += 1
     with capsys.disabled(): print(f"\nbad configs refused before any model loaded: {refused} of {tried}")
     assert not (tmp_path / 'r').exists()  # nothing was written
+
+
+# --- rewards and interruptions that hung, leaked or lost a row before (the second outside probe) ---
+
+PROBE_TASK = """
+import asyncio, os, time
+from pathlib import Path
+from tba_kit.tasks import PromptTask, completion_text
+n = [0]
+
+async def reward(prompts, completions, **kw):
+    "PROBE=how, from the 4th batch on: 'coop' awaits forever, 'block' blocks its event loop, 'swallow' ignores cancellation,
+    'exit' raises SystemExit, 'kbd' KeyboardInterrupt, 'dict' returns a dict; 'huge': 1e30 always; 'slow': 5 s a batch"
+    how = os.environ.get('PROBE', 'ok'); n[0] += 1
+    if how == 'huge': return [1e30] * len(completions)
+    if how == 'slow': time.sleep(5)
+    if n[0] > 3:
+        if how == 'coop': await asyncio.Event().wait()
+        if how == 'block': time.sleep(10 ** 6)
+        while how == 'swallow':
+            try: await asyncio.sleep(1000)
+            except asyncio.CancelledError: pass
+        if how == 'exit': raise SystemExit(3)
+        if how == 'kbd': raise KeyboardInterrupt
+        if how == 'dict': return {i: 1. for i in range(len(completions))}
+    return [sum(ch in 'aeiou' for ch in completion_text(c)) / max(len(completion_text(c)), 1) for c in completions]
+
+class Probe(PromptTask):
+    def evaluate(self, prompts, completions):
+        "PROBE_EVAL_MARK=file: each evaluation appends a line to it, then takes 3 s"
+        if mark := os.environ.get('PROBE_EVAL_MARK'):
+            with open(mark, 'a') as f: f.write('eval\\n')
+            time.sleep(3)
+        return super().evaluate(prompts, completions)
+
+def make(**kw): return Probe([f'Say word {i}' for i in range(12)], reward, test=['Say a word'], name='probe')
+"""
+
+PROBE_CLI = ['configs/quickstart.yaml', '--model=tiny', '--task=probe_task:make', '--task_args={}', '--k=4', '--prompts_per_step=2', '--search_prompts=2',
+             '--max_new_tokens=6', '--prefill=8', '--precision=fp32', '--eval=false', '--no-progress']
+
+
+def _probe(tmp_path, *args, how='ok', timeout=180, **env) -> subprocess.CompletedProcess:
+    "`tba train` on the probe task; a run that outlives `timeout` is killed and fails the test (a hang)"
+    (tmp_path / 'probe_task.py').write_text(PROBE_TASK)
+    env = os.environ | {'PYTHONPATH': f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", 'PROBE': how, **env}
+    p = subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try: out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill(); p.communicate()
+        raise AssertionError(f"tba train {' '.join(args)} (PROBE={how}) still ran after {timeout} s: it hung") from None
+    res = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    res.pid = p.pid
+    return res
+
+
+def _shm_left(pid:int) -> list: return list(Path('/dev/shm').glob(f'tba_kit-weights-{pid}-*'))
+
+
+@pytest.mark.parametrize('how', ['coop', 'block', 'swallow', 'exit', 'kbd', 'dict'])
+def test_an_async_reward_that_hangs_or_escapes_stops_the_run_cleanly(tmp_path, how):
+    "Before: an async reward that blocked its event loop or ignored cancellation hung the run for good (SIGTERM included), and one raising
+    SystemExit ended it with exit 3, a traceback and a /dev/shm folder left. Now each failing batch is counted and the run stops with a checkpoint"
+    out = tmp_path / 'run'
+    r = _probe(tmp_path, *PROBE_CLI, '--steps=40', '--reward_timeout=2', '--max_staleness=2', f'--out_dir={out}', how=how)
+    why = {'exit': 'raised SystemExit', 'kbd': 'raised KeyboardInterrupt', 'dict': 'returned a dict'}.get(how, 'did not return within 2 s')
+    assert r.returncode == 1 and 'reward batches failed; stopping' in r.stderr and why in r.stderr, r.stderr[-3000:]
+    assert find_checkpoint(out).name == f'step_{max(steps_of(out), default=0):06d}'  # the last finished step is kept
+    assert not _shm_left(r.pid)  # its weight snapshots went with it
+
+
+def test_log_rewards_beyond_float32_resolution_are_refused(tmp_path):
+    "Before: a reward of 1e30 for every completion trained with loss exactly 0 and no warning"
+    out = tmp_path / 'run'
+    r = _probe(tmp_path, *PROBE_CLI, '--steps=5', f'--out_dir={out}', how='huge')
+    assert r.returncode == 2 and 'float32 resolves only to' in r.stderr and 'raise beta' in r.stderr, r.stderr[-3000:]
+    assert steps_of(out) == [] and find_checkpoint(out).name == 'step_000000'  # refused before any update
+
+
+def test_a_run_killed_before_its_first_checkpoint_says_how_to_start_again(tmp_path):
+    "Before: `--resume` answered only 'no checkpoint', and with an evaluation logged the same command was refused as 'already holds a run'"
+    out = tmp_path / 'run'
+    (tmp_path / 'probe_task.py').write_text(PROBE_TASK)
+    env = os.environ | {'PYTHONPATH': f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", 'PROBE': 'slow'}
+    p = subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *PROBE_CLI, '--eval=true', '--steps=4', f'--out_dir={out}'], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    wait_for_steps(out, 1, p)  # the evaluation before training is logged; the pre-fill's rewards take 5 s a batch
+    p.kill(); p.communicate(timeout=60)
+    assert not list((out / 'checkpoints').glob('step_*'))
+    r = _probe(tmp_path, '--resume', str(out))
+    assert r.returncode == 2 and f"tba train {out / 'config.json'}" in r.stderr, r.stderr[-2000:]
+    r = _probe(tmp_path, str(out / 'config.json'))  # the command it gives
+    assert r.returncode == 0 and 'stopped before its first checkpoint' in r.stderr, r.stderr[-3000:]
+    assert steps_of(out) == [1, 2, 3, 4]
+    old = list(out.glob('stopped-*/metrics.jsonl'))
+    assert len(old) == 1 and 'eval/accuracy' in old[0].read_text()  # what the first attempt logged is kept
+
+
+def test_sigterm_during_an_evaluation_loses_no_row(tmp_path):
+    "Before: SIGTERM while the run evaluated after step N checkpointed step N but never logged its row; the resume started at N + 1"
+    out, mark = tmp_path / 'run', tmp_path / 'evals'
+    (tmp_path / 'probe_task.py').write_text(PROBE_TASK)
+    env = os.environ | {'PYTHONPATH': f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", 'PROBE_EVAL_MARK': str(mark)}
+    p = subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *PROBE_CLI, '--eval=true', '--eval_every=4', '--steps=12', f'--out_dir={out}'],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    t = time.monotonic()
+    while not (mark.exists() and len(mark.read_text().split()) >= 2):  # the evaluation before training, then the one after step 4
+        assert p.poll() is None and time.monotonic() - t < 120, p.communicate()[1][-3000:]
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM); _, err = p.communicate(timeout=120)
+    assert p.returncode == 130 and find_checkpoint(out).name == 'step_000004', err[-3000:]
+    assert steps_of(out) == [1, 2, 3, 4]
+    r = _probe(tmp_path, '--resume', str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert steps_of(out) == list(range(1, 13))  # every row once
 
 
 # --- the fault-injection suite: real `tba train` processes, faults at random moments, every run taken to its last step ---
