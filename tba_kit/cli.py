@@ -65,7 +65,7 @@ def main(argv:list|None=None) -> int:
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as e:
         _say(f"error: {e}"); return 2
     except OSError as e:  # e.g. a model that is neither a folder nor reachable on the hub; a full disk
-        _say(f"error: {type(e).__name__}: {e}"); return 2
+        _say(f"error: {type(e).__name__}: {' '.join(str(e).split())}"); return 2  # one line, also when a library's message has several
     except (KeyboardInterrupt, asyncio.CancelledError):
         _say("interrupted; searchers stopped"); return 130
     except Exception as e:  # a run stopped by its rewards, its searchers or a timeout: said plainly (its checkpoint is written)
