@@ -119,8 +119,8 @@ from tba_kit.tasks import PromptTask, completion_text
 n = [0]
 
 async def reward(prompts, completions, **kw):
-    "PROBE=how, from the 4th batch on: 'coop' awaits forever, 'block' blocks its event loop, 'swallow' ignores cancellation,
-    'exit' raises SystemExit, 'kbd' KeyboardInterrupt, 'dict' returns a dict; 'huge': 1e30 always; 'slow': 5 s a batch"
+    # PROBE=how, from the 4th batch on: 'coop' awaits forever, 'block' blocks its event loop, 'swallow' ignores cancellation,
+    # 'exit' raises SystemExit, 'kbd' KeyboardInterrupt, 'dict' returns a dict; 'huge': 1e30 always; 'slow': 5 s a batch
     how = os.environ.get('PROBE', 'ok'); n[0] += 1
     if how == 'huge': return [1e30] * len(completions)
     if how == 'slow': time.sleep(5)
@@ -150,11 +150,16 @@ PROBE_CLI = ['configs/quickstart.yaml', '--model=tiny', '--task=probe_task:make'
              '--max_new_tokens=6', '--prefill=8', '--precision=fp32', '--eval=false', '--no-progress']
 
 
-def _probe(tmp_path, *args, how='ok', timeout=180, **env) -> subprocess.CompletedProcess:
-    "`tba train` on the probe task; a run that outlives `timeout` is killed and fails the test (a hang)"
+def _start_probe(tmp_path, *args, **env) -> subprocess.Popen:
+    "`tba train` on the probe task, with PROBE=... settings in its environment"
     (tmp_path / 'probe_task.py').write_text(PROBE_TASK)
-    env = os.environ | {'PYTHONPATH': f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", 'PROBE': how, **env}
-    p = subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    env = os.environ | {'PYTHONPATH': f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", **env}
+    return subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _probe(tmp_path, *args, how='ok', timeout=180) -> subprocess.CompletedProcess:
+    "Run the probe task to its end; a run that outlives `timeout` is killed and fails the test (a hang)"
+    p = _start_probe(tmp_path, *args, PROBE=how)
     try: out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         p.kill(); p.communicate()
@@ -169,8 +174,8 @@ def _shm_left(pid:int) -> list: return list(Path('/dev/shm').glob(f'tba_kit-weig
 
 @pytest.mark.parametrize('how', ['coop', 'block', 'swallow', 'exit', 'kbd', 'dict'])
 def test_an_async_reward_that_hangs_or_escapes_stops_the_run_cleanly(tmp_path, how):
-    "Before: an async reward that blocked its event loop or ignored cancellation hung the run for good (SIGTERM included), and one raising
-    SystemExit ended it with exit 3, a traceback and a /dev/shm folder left. Now each failing batch is counted and the run stops with a checkpoint"
+    """Before: an async reward that blocked its event loop or ignored cancellation hung the run for good (SIGTERM included), and one raising
+    SystemExit ended it with exit 3, a traceback and a /dev/shm folder left. Now each failing batch is counted and the run stops with a checkpoint"""
     out = tmp_path / 'run'
     r = _probe(tmp_path, *PROBE_CLI, '--steps=40', '--reward_timeout=2', '--max_staleness=2', f'--out_dir={out}', how=how)
     why = {'exit': 'raised SystemExit', 'kbd': 'raised KeyboardInterrupt', 'dict': 'returned a dict'}.get(how, 'did not return within 2 s')
@@ -184,16 +189,13 @@ def test_log_rewards_beyond_float32_resolution_are_refused(tmp_path):
     out = tmp_path / 'run'
     r = _probe(tmp_path, *PROBE_CLI, '--steps=5', f'--out_dir={out}', how='huge')
     assert r.returncode == 2 and 'float32 resolves only to' in r.stderr and 'raise beta' in r.stderr, r.stderr[-3000:]
-    assert steps_of(out) == [] and find_checkpoint(out).name == 'step_000000'  # refused before any update
+    assert not (out / 'metrics.jsonl').exists() and find_checkpoint(out).name == 'step_000000'  # refused before any update
 
 
 def test_a_run_killed_before_its_first_checkpoint_says_how_to_start_again(tmp_path):
     "Before: `--resume` answered only 'no checkpoint', and with an evaluation logged the same command was refused as 'already holds a run'"
     out = tmp_path / 'run'
-    (tmp_path / 'probe_task.py').write_text(PROBE_TASK)
-    env = os.environ | {'PYTHONPATH': f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", 'PROBE': 'slow'}
-    p = subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *PROBE_CLI, '--eval=true', '--steps=4', f'--out_dir={out}'], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    p = _start_probe(tmp_path, *PROBE_CLI, '--eval=true', '--steps=4', f'--out_dir={out}', PROBE='slow')
     wait_for_steps(out, 1, p)  # the evaluation before training is logged; the pre-fill's rewards take 5 s a batch
     p.kill(); p.communicate(timeout=60)
     assert not list((out / 'checkpoints').glob('step_*'))
@@ -209,10 +211,7 @@ def test_a_run_killed_before_its_first_checkpoint_says_how_to_start_again(tmp_pa
 def test_sigterm_during_an_evaluation_loses_no_row(tmp_path):
     "Before: SIGTERM while the run evaluated after step N checkpointed step N but never logged its row; the resume started at N + 1"
     out, mark = tmp_path / 'run', tmp_path / 'evals'
-    (tmp_path / 'probe_task.py').write_text(PROBE_TASK)
-    env = os.environ | {'PYTHONPATH': f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", 'PROBE_EVAL_MARK': str(mark)}
-    p = subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *PROBE_CLI, '--eval=true', '--eval_every=4', '--steps=12', f'--out_dir={out}'],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    p = _start_probe(tmp_path, *PROBE_CLI, '--eval=true', '--eval_every=4', '--steps=12', f'--out_dir={out}', PROBE_EVAL_MARK=str(mark))
     t = time.monotonic()
     while not (mark.exists() and len(mark.read_text().split()) >= 2):  # the evaluation before training, then the one after step 4
         assert p.poll() is None and time.monotonic() - t < 120, p.communicate()[1][-3000:]
