@@ -1,12 +1,27 @@
 """Shared by the comparison benchmarks: read runs (tba_kit's or a peer's, written in tba_kit's run-folder format),
 their held-out accuracy per problem at every evaluation, intervals over problems and seeds, time to reach an accuracy,
 and an SVG of accuracy against minutes (median over seeds and the band of their range)."""
-import json, statistics
+import json, shutil, statistics, subprocess, sys, time
 from pathlib import Path
 
 import numpy as np
 
 from tba_kit.metrics import bootstrap_ci
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def timed_run(cmd:list, out:Path, resume:bool=False, drop_checkpoints:bool=False) -> float:
+    "Run `cmd`, which writes a run into `out`, in its own process; its wall-clock seconds, kept in out/wall_seconds (`resume` reuses a finished run)"
+    if resume and (out / 'wall_seconds').exists(): return float((out / 'wall_seconds').read_text())
+    if out.exists(): shutil.rmtree(out)
+    t = time.perf_counter()
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0: sys.exit(f"{out.name} failed:\n{r.stderr[-3000:]}")
+    if drop_checkpoints: shutil.rmtree(out / 'checkpoints', ignore_errors=True)  # 1.5 GB each; metrics and evals/ stay
+    (out / 'wall_seconds').write_text(str(wall := time.perf_counter() - t))
+    return wall
 
 
 def rows(run:Path) -> list:

@@ -9,14 +9,13 @@ benchmarks/results/<name>.json with every run's accuracy curve.
     ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 python benchmarks/main_job.py ...   # a CPU without native bf16
     python benchmarks/main_job.py --seeds 0 1 2 --out_root runs/peer_trl --report   # the runs benchmarks/peer_trl.py made
 """
-import argparse, json, os, shutil, subprocess, sys, time
+import argparse, json, os, sys
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import evaluations, gain_with_interval, rows, time_to  # noqa: E402
+from evidence import evaluations, gain_with_interval, rows, time_to, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 
@@ -50,16 +49,8 @@ def main(a, extra):
             out = out_root / name
             both = [f'--searcher_threads={a.sync_searcher_threads}'] if mode == 'sync' else []  # sync: generation gets the cores too
             cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', a.config, f'--mode={mode}', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *both, *extra]
-            if a.report:  # a finished run of this benchmark or of peer_trl.py (same folder names; wall clock kept in the folder)
-                if not (out / 'wall_seconds').exists(): continue
-                wall = float((out / 'wall_seconds').read_text())
-            else:
-                if out.exists(): shutil.rmtree(out)
-                t = time.perf_counter()
-                r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-                wall = time.perf_counter() - t
-                if r.returncode != 0: sys.exit(f"{name} failed:\n{r.stderr[-3000:]}")
-                (out / 'wall_seconds').write_text(str(wall))
+            if a.report and not (out / 'wall_seconds').exists(): continue  # report: finished runs of this benchmark or of peer_trl.py
+            wall = timed_run(cmd, out, resume=a.report)
             results[name] = {'mode': mode, 'seed': seed, 'command': ' '.join(cmd[2:]), 'out_dir': str(out.relative_to(ROOT)),
                              'wall_minutes': wall / 60, **summarise(out)}
             x = results[name]

@@ -19,14 +19,14 @@ step); 'grpo' is TRL's loss_type 'grpo' with its clip 0.2, 'grpo_tis' adds TRL's
 (per-token weights pi_trainer / pi_searcher capped at 3). A run's checkpoint is deleted once it is evaluated (1.5 GB
 each); its metrics and per-problem evaluations stay in runs/off_policy/.
 """
-import argparse, json, shutil, subprocess, sys, time
+import argparse, json, sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import evaluations  # noqa: E402
+from evidence import evaluations, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 OBJECTIVES = {'tb': ['--objective=tb'], 'vargrad': ['--objective=vargrad'], 'grpo': ['--objective=grpo'],
@@ -49,15 +49,8 @@ def at_step(run:Path, step:int) -> list:
 
 
 def train(out:Path, config:str, args:list, resume:bool) -> float:
-    "One run in its own process (wall seconds kept in the folder: `resume` reuses a finished run)"
-    if resume and (out / 'wall_seconds').exists(): return float((out / 'wall_seconds').read_text())
-    if out.exists(): shutil.rmtree(out)
-    t = time.perf_counter()
-    r = subprocess.run([sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--out_dir={out}', '--no-progress', *args], cwd=ROOT, capture_output=True, text=True)
-    if r.returncode != 0: sys.exit(f"{out.name} failed:\n{r.stderr[-3000:]}")
-    shutil.rmtree(out / 'checkpoints', ignore_errors=True)
-    (out / 'wall_seconds').write_text(str(wall := time.perf_counter() - t))
-    return wall
+    "One run in its own process, its checkpoint deleted once evaluated; wall seconds (`resume` reuses a finished run)"
+    return timed_run([sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--out_dir={out}', '--no-progress', *args], out, resume, drop_checkpoints=True)
 
 
 def analyse(runs:dict, n:int, horizon:int) -> dict:

@@ -15,14 +15,14 @@ one analysis reads both: median final accuracy over seeds with a bootstrap inter
 seconds per step, and the time tba_kit needs to reach TRL's median final accuracy. The figure (accuracy against
 training minutes) goes to benchmarks/results/<name>.svg.
 """
-import argparse, json, os, shutil, subprocess, sys, time
+import argparse, json, os, sys, time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import curve_svg, evaluations, final_with_interval, median, time_to  # noqa: E402
+from evidence import curve_svg, evaluations, final_with_interval, median, time_to, timed_run  # noqa: E402
 
 
 def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
@@ -79,18 +79,12 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
 
 def run_one(system, seed, out:Path, config, extra, trl_bf16, resume=False):
     "Run one system and seed in its own process; its wall-clock seconds (kept in the folder: `resume` reuses a finished run)"
-    if resume and (out / 'wall_seconds').exists(): return float((out / 'wall_seconds').read_text())
-    if out.exists(): shutil.rmtree(out)
     if system == 'trl':
         cmd = [sys.executable, __file__, '--one', '--config', config, '--seed', str(seed), '--out', str(out)] + (['--trl_bf16'] if trl_bf16 else []) + ['--', *extra]
     else:
         both = ['--searcher_threads=2'] if system == 'sync' else []  # sync: generation has the machine to itself
         cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--mode={system}', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *both, *extra]
-    t = time.perf_counter()
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if r.returncode != 0: sys.exit(f"{system} seed {seed} failed:\n{r.stderr[-3000:]}")
-    (out / 'wall_seconds').write_text(str(wall := time.perf_counter() - t))
-    return wall
+    return timed_run(cmd, out, resume)
 
 
 def analyse(runs:dict, walls:dict, name:str) -> dict:
