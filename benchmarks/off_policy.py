@@ -105,7 +105,8 @@ def main(argv):
     ap.add_argument('--report', action='store_true', help='run nothing: analyse the finished runs in out_root')
     ap.add_argument('--smoke', action='store_true', help='CI: the tiny model, tb and grpo_tis, 1 seed, 4 steps, lag 2')
     a = ap.parse_args(argv)
-    shared = ['--mode=sync', '--searcher_threads=2', '--time_limit=null', '--eval_samples=0', '--checkpoint_every=0']
+    shared = ['--mode=sync', '--searcher_threads=2', '--time_limit=null', '--lr_schedule=constant', '--lr_schedule_by=steps',  # arms compared at equal steps
+              '--eval_samples=0', '--checkpoint_every=0']
     if a.smoke:
         a.seeds, a.objectives, a.lag, a.steps, a.eval_every, a.name = [0], ['tb', 'grpo_tis'], 2, 4, 2, None
         shared += ['--model=tiny', '--precision=fp32', '--task_args={n_train: 16, n_test: 8, answer_prefix: "The answer is"}', '--searcher_threads=1']

@@ -25,6 +25,16 @@ sys.path.insert(0, str(ROOT / 'benchmarks'))
 from evidence import curve_svg, evaluations, final_with_interval, median, time_to, timed_run  # noqa: E402
 
 
+def clock_schedule(cfg):
+    "For lr_schedule_by: time, the rate at (training seconds, updates done) as tba_kit's Trainer.follow sets it; else None"
+    if cfg.lr_schedule_by != 'time': return None
+    import torch
+    from tba_kit.trainer import clock_step, lr_scheduler
+    fn = lr_scheduler(torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.lr), cfg.lr_schedule, cfg.warmup_steps, cfg.steps,
+                      cfg.decay_steps, cfg.stable_steps).lr_lambdas[0]
+    return lambda seconds, updates: cfg.lr * fn(clock_step(seconds / (60 * cfg.time_limit), updates, cfg.steps))
+
+
 def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
     "TRL's GRPOTrainer on `cfg`'s job for cfg.time_limit minutes of training; evaluations as tba_kit's, into `out`"
     import torch
@@ -52,18 +62,24 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
         wall = time.perf_counter() - t0
         log.write(json.dumps({'step': step, 'time/seconds': wall, 'time/train_seconds': wall - clock['eval'] - clock['load'], **res}) + '\n'); log.flush()
         print(f"trl step {step}: accuracy {res['eval/accuracy']:.1%} after {(wall - clock['eval'] - clock['load']) / 60:.1f} training min", flush=True)
+    follow = clock_schedule(cfg)
     class Budget(TrainerCallback):
-        "Stop after cfg.time_limit minutes of training; evaluate every `eval_minutes` of training"
-        def __init__(self): self.next, self.t_step = eval_minutes * 60 if eval_minutes else None, None
-        def on_step_begin(self, args, state, control, **kw): self.t_step = time.perf_counter()
+        "Stop after cfg.time_limit minutes of training; evaluate every `eval_minutes` of training; the lr over the minutes as tba_kit's (lr_schedule_by: time)"
+        def __init__(self): self.next, self.t_step, self.lr = eval_minutes * 60 if eval_minutes else None, None, None
+        def on_step_begin(self, args, state, control, optimizer=None, **kw):
+            self.t_step = time.perf_counter()
+            if follow is not None:  # before this update: TRL's own (constant) scheduler resets the rate after it
+                self.lr = follow(self.t_step - t0 - clock['eval'] - clock['load'], state.global_step)
+                for g in optimizer.param_groups: g['lr'] = self.lr
         def on_step_end(self, args, state, control, **kw):
             train = time.perf_counter() - t0 - clock['eval'] - clock['load']
             log.write(json.dumps({'step': state.global_step, 'train/step': state.global_step, 'time/seconds': time.perf_counter() - t0,
-                                  'time/train_seconds': train, 'train/step_seconds': time.perf_counter() - self.t_step}) + '\n')
+                                  'time/train_seconds': train, 'train/step_seconds': time.perf_counter() - self.t_step}
+                                 | ({'train/lr': self.lr} if self.lr is not None else {})) + '\n')
             if train >= 60 * cfg.time_limit or state.global_step >= cfg.steps: control.should_training_stop = True  # evaluated after
             elif self.next is not None and train >= self.next: evaluate_now(state.global_step); self.next += eval_minutes * 60
     args = GRPOConfig(output_dir=str(out / 'trl'), num_generations=cfg.k, per_device_train_batch_size=cfg.k * cfg.prompts_per_step,
-                      gradient_accumulation_steps=1, learning_rate=cfg.lr, lr_scheduler_type=cfg.lr_schedule, warmup_steps=cfg.warmup_steps,
+                      gradient_accumulation_steps=1, learning_rate=cfg.lr, lr_scheduler_type='constant' if follow else cfg.lr_schedule, warmup_steps=cfg.warmup_steps,
                       max_completion_length=cfg.max_new_tokens, weight_decay=cfg.weight_decay,
                       temperature=cfg.temperature, top_p=cfg.top_p, max_grad_norm=cfg.max_grad_norm or 0., max_steps=cfg.steps,
                       use_cpu=cfg.device == 'cpu', bf16=bf16, seed=cfg.seed, logging_steps=1, save_strategy='no', report_to='none',
@@ -142,7 +158,8 @@ def main():
     from tba_kit.config import Config
     if a.smoke:
         cfg = Config.load(None, dict(model='tiny', task='arithmetic', task_args=dict(n_train=16, n_test=8, answer_prefix='The answer is'),
-                                     k=2, prompts_per_step=2, max_new_tokens=4, eval_max_new_tokens=4, steps=2, time_limit=5, precision='fp32'))
+                                     k=2, prompts_per_step=2, max_new_tokens=4, eval_max_new_tokens=4, steps=2, time_limit=5, precision='fp32',
+                                     lr_schedule='cosine', lr_schedule_by='time'))  # the main job's kind of schedule
         out = Path(a.out or ROOT / 'runs' / 'peer_trl_smoke')
         trl_run(cfg, out)
         ev = evaluations(out)

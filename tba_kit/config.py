@@ -101,6 +101,7 @@ class Config(SearchFields):
     warmup_steps:int = 0
     decay_steps:int = 0
     stable_steps:int|None = None  # warmup_stable_decay: steps at the peak rate (null: steps - warmup_steps - decay_steps)
+    lr_schedule_by:str = 'steps'  # 'time': the schedule runs over time_limit, at step `steps` x the share of minutes spent (or the steps done, if ahead)
     weight_decay:float = 0.
     max_grad_norm:float|None = 1.0
     micro_batch_rows:int = 32
@@ -208,6 +209,9 @@ def check_ranges(self:Config):
     _need(self.max_grad_norm is None or self.max_grad_norm > 0, 'max_grad_norm', f"must be > 0 or null (no clipping), got {self.max_grad_norm}: a negative norm turns training into gradient ascent")
     _need(self.search_ratio is None or self.search_ratio > 0, 'search_ratio', f"must be > 0 or null (no limit), got {self.search_ratio}")
     _need(self.time_limit is None or self.time_limit > 0, 'time_limit', f"minutes of training: must be > 0 or null (no limit), got {self.time_limit}")
+    _need(self.lr_schedule_by in ('steps', 'time'), 'lr_schedule_by', f"must be 'steps' or 'time', got {self.lr_schedule_by!r}")
+    _need(self.lr_schedule_by == 'steps' or self.time_limit is not None, 'lr_schedule_by', "'time' runs the lr schedule over time_limit, which is null: set time_limit (minutes), or use 'steps'")
+    _need(self.lr_schedule_by == 'steps' or self.lr_schedule != 'reduce_lr_on_plateau', 'lr_schedule_by', "'reduce_lr_on_plateau' has no length to run over the clock: use 'steps'")
     _need(self.eval_limit is None or self.eval_limit >= 1, 'eval_limit', f"must be >= 1 or null (every held-out prompt), got {self.eval_limit}; eval: false skips evaluation")
     for name in ('wait_timeout', 'search_timeout', 'reward_timeout'): _need(getattr(self, name) > 0, name, f"seconds: must be > 0, got {getattr(self, name)}")
     _need(self.lora is None or self.model != 'tiny', 'lora', "the tiny test model has no LoRA target modules: use a Hugging Face model, or lora: null")

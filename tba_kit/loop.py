@@ -500,7 +500,7 @@ def diversity(self:Run, start:bool=True) -> dict:
 @patch
 def _step(self:Run, batch, sync:bool):
     "The trainer's step and, when its weights go out, their snapshot, in one call of a worker thread: (metrics, (handle, start) or None)"
-    m = self.trainer.step(batch)
+    m = self.trainer.step(batch, self.budget_spent())
     if not sync: return m, None
     t = time.perf_counter()
     return m, (self.weights.snapshot(self.model, self.trainer.version), t)
@@ -536,6 +536,11 @@ async def train_step(self:Run, batch, sample_stats:dict, wait:float, bar, paused
 def stop(self:Run):
     "Ask the run to stop after the current step; it still evaluates and writes its final checkpoint"
     self.stop_requested = True
+
+@patch
+def budget_spent(self:Run) -> float|None:
+    "The share of time_limit spent training, when the lr schedule follows the clock (lr_schedule_by: time); else None"
+    return self.log.training_seconds() / (60 * self.cfg.time_limit) if self.cfg.lr_schedule_by == 'time' else None
 
 @patch
 def done(self:Run) -> bool:

@@ -20,7 +20,7 @@ from fastcore.basics import patch
 import torch
 from torch import nn
 
-from .core import Registry, Trajectory, _device, _prompt_pass, sequence_logprob_sums
+from .core import Registry, Trajectory, _device, sequence_logprob_sums
 from .metrics import bootstrap_ci
 from .models import load_model, require
 from .tasks import Prompt, score
@@ -228,14 +228,20 @@ class ShmChannel(WeightChannel):
     def close(self): self._maps.clear(); shutil.rmtree(self.dir, ignore_errors=True)
 
 # %% ../nbs/07_searchers.ipynb #0d2696f8
-def _left_pad(seqs:list, pad_id:int):
-    "Left-padded [B, P] ids and attention mask"
+def _left_pad(seqs:list, pad_id:int, head:int=0):
+    "[B, P] ids and attention mask, left-padded after the first `head` tokens (the same in every row: see `_shared_head`)"
     P = max(len(s) for s in seqs)
     ids = torch.full((len(seqs), P), pad_id, dtype=torch.long)
     mask = torch.zeros(len(seqs), P, dtype=torch.long)
     for i, s in enumerate(seqs):
-        ids[i, P - len(s):] = torch.as_tensor(s, dtype=torch.long); mask[i, P - len(s):] = 1
+        ids[i, :head], mask[i, :head] = torch.as_tensor(s[:head], dtype=torch.long), 1
+        ids[i, P - len(s) + head:] = torch.as_tensor(s[head:], dtype=torch.long); mask[i, P - len(s) + head:] = 1
     return ids, mask
+
+def _shared_head(seqs:list, least:int=8) -> int:
+    "How many first tokens all of `seqs` share (a chat template's system prompt, an instruction), each keeping its last token; 0 below `least`"
+    n = min(len(os.path.commonprefix(seqs)), min(len(s) for s in seqs) - 1)
+    return n if n >= least else 0
 
 def _recorder(temperature:float=1.):
     "A logits processor that records the log-prob of each sampled token at `temperature` (before any filtering)"
@@ -251,10 +257,17 @@ def _recorder(temperature:float=1.):
             return torch.stack(self.steps, 1)  # [B, T]
     return Record()
 
-def _prompt_cache(model, ids, mask, k:int):
-    "Key/value cache of all but the last prompt token, computed once per prompt and repeated for its `k` rows (None: no sharing)"
-    if k == 1 or getattr(model, 'config', None) is None or ids.shape[1] < 2: return None
-    cache = _prompt_pass(model, ids[::k, :-1], mask[::k, :-1]).past_key_values  # rows come in runs of k copies of a prompt
+def _prompt_cache(model, ids, mask, k:int, head:int=0):
+    "Key/value cache of the prompts' shared `head` (computed once) and, for k > 1, of all but each prompt's last token (once per prompt, repeated for its `k` rows); None: no sharing"
+    if getattr(model, 'config', None) is None or ids.shape[1] < 2 or (k == 1 and not head): return None
+    n, cache = len(ids) // k, None  # rows come in runs of k copies of a prompt
+    if head:
+        cache = model(input_ids=ids[:1, :head], use_cache=True, logits_to_keep=1).past_key_values
+        cache.batch_repeat_interleave(n)
+    if k > 1 and ids.shape[1] - 1 > head:  # the rest of each prompt but its last token, once per prompt
+        pos = mask[::k, :-1].cumsum(-1) - 1  # positions count each prompt's tokens, skipping its padding
+        cache = model(input_ids=ids[::k, head:-1], attention_mask=mask[::k, :-1], position_ids=pos[:, head:].clamp(min=0),
+                      past_key_values=cache, use_cache=True, logits_to_keep=1).past_key_values
     cache.batch_repeat_interleave(k)
     return cache
 
@@ -279,9 +292,10 @@ def generate_completions(
     out = []
     for s in range(0, len(prompt_ids), per_call):
         chunk = [p for p in prompt_ids[s:s + per_call] for _ in range(k)]
-        ids, mask = (t.to(_device(model)) for t in _left_pad(chunk, tokenizer.pad_token_id))
+        head = _shared_head(chunk) if getattr(model, 'config', None) is not None else 0  # computed once, not once a row
+        ids, mask = (t.to(_device(model)) for t in _left_pad(chunk, tokenizer.pad_token_id, head))
         rec = _recorder(temperature if logprob_temperature is None else logprob_temperature)
-        gen = model.generate(input_ids=ids, attention_mask=mask, past_key_values=_prompt_cache(model, ids, mask, k),  # each prompt once
+        gen = model.generate(input_ids=ids, attention_mask=mask, past_key_values=_prompt_cache(model, ids, mask, k, head),  # each prompt once
                              max_new_tokens=max_new_tokens, do_sample=not greedy,
                              temperature=temperature if not greedy else None, top_p=top_p if not greedy else None,
                              top_k=top_k if not greedy else None, eos_token_id=eos, pad_token_id=tokenizer.pad_token_id,

@@ -18,7 +18,7 @@ from .models import require
 from .objectives import Objective
 
 # %% auto #0
-__all__ = ['select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer']
+__all__ = ['select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer', 'clock_step']
 
 # %% ../nbs/08_trainer.ipynb #04699f16
 def select_rows(batch:Batch, rows:list) -> Batch:
@@ -97,7 +97,7 @@ class Trainer:
                  micro_batch_rows:int=32,  # rows per forward/backward; groups are never split
                  precision:str='bf16-mixed',  # 'bf16-mixed', 'fp32' or 'bf16'
                  lr_schedule:str='constant', warmup_steps:int=0, decay_steps:int=0, stable_steps:int|None=None,
-                 total_steps:int|None=None,  # steps of the run (schedules that decay need it)
+                 total_steps:int|None=None,  # steps of the run (schedules that decay need it; a clock-driven schedule's length)
                  beta:BetaSchedule|None=None,  # beta schedule (None: leave the objective's beta alone)
                  ref_model:nn.Module|str|None=None,  # trainer-side reference: a model, 'copy' of the policy, or None
                  ref_reset_every:int=0,  # rho: reset the reference to the policy every rho steps (0: never)
@@ -116,7 +116,7 @@ class Trainer:
         groups = [dict(params=self.params, lr=lr, weight_decay=weight_decay)] + objective.param_groups()
         self.optimizer = torch.optim.AdamW(groups, lr=lr)
         self.scheduler = lr_scheduler(self.optimizer, lr_schedule, warmup_steps, total_steps, decay_steps, stable_steps)
-        self.step_count = 0
+        self.step_count, self.total_steps = 0, total_steps
         if beta is not None: _set_beta(objective, beta(0))
 
     @property
@@ -164,9 +164,12 @@ def _logprobs(self:Trainer, model, mb:Batch, need_repr:bool=False) -> tuple:
 
 # %% ../nbs/08_trainer.ipynb #181e4d01
 @patch
-def step(self:Trainer, batch:Batch) -> dict:
+def step(self:Trainer, batch:Batch,
+         progress:float|None=None,  # share of the run's budget spent (0..1): the lr schedule follows it (`follow`); None: one schedule step per update
+        ) -> dict:
     "One optimisation step on `batch`; returns metrics"
     t0 = time.perf_counter()
+    if progress is not None: self.follow(progress)
     if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
     self._check_resolution(batch)
     B, sums = len(batch), {}
@@ -183,7 +186,7 @@ def step(self:Trainer, batch:Batch) -> dict:
     del sums['loss']
     self.optimizer.step(); self.optimizer.zero_grad(set_to_none=True)
     lr = self.optimizer.param_groups[0]['lr']
-    self.scheduler.step()
+    if progress is None: self.scheduler.step()
     self.step_count += 1
     metrics = {k: float(v) for k, v in sums.items()}
     metrics.update({'train/grad_norm': float(grad_norm), 'train/lr': lr, 'train/step': self.step_count,
@@ -239,3 +242,17 @@ def set_lr(self:Trainer, lr:float):
     factor = g['lr'] / base if base else 1.  # where the schedule is now
     self.scheduler.base_lrs[0] = g['initial_lr'] = lr
     g['lr'] = lr * factor
+
+# %% ../nbs/08_trainer.ipynb #2d980813
+def clock_step(progress:float, updates:int, total_steps:int) -> int:
+    "Where a schedule that follows the clock stands: `progress` (the share of the budget spent) of its `total_steps`, never behind the `updates` done"
+    return max(updates, round(min(max(progress, 0.), 1.) * total_steps))
+
+@patch
+def follow(self:Trainer, progress:float):
+    "Move the learning-rate schedule to `progress` (the share of the run's budget spent) of its length"
+    s = self.scheduler
+    if not hasattr(s, 'lr_lambdas'): raise ValueError(f"the lr schedule {type(s).__name__} cannot follow the clock: use a schedule by name such as 'cosine' or 'warmup_stable_decay'")
+    s.last_epoch = at = clock_step(progress, self.step_count, self.total_steps)
+    s._last_lr = [base * fn(at) for base, fn in zip(s.base_lrs, s.lr_lambdas)]
+    for g, lr in zip(self.optimizer.param_groups, s._last_lr): g['lr'] = lr

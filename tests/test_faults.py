@@ -84,7 +84,8 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
            'ray_address': dict(ray_address='auto'), 'searcher_cpus ': dict(searcher_cpus=2.), 'max_searchers ': dict(max_searchers=3),
            'lr': dict(lr=float('inf')), 'eval_max_new_tokens': dict(eval_max_new_tokens=0), 'eval_max_new_tokens ': dict(eval_max_new_tokens=-5),
            'seed': dict(seed=-1), 'seed ': dict(seed=2 ** 70), 'max_staleness': dict(max_staleness=0, sync_every=4),
-           'task': dict(task='probe_syntax:make'), 'task ': dict(task='probe_raises:make')}
+           'task': dict(task='probe_syntax:make'), 'task ': dict(task='probe_raises:make'),
+           'lr_schedule_by': dict(lr_schedule='cosine', lr_schedule_by='time'), 'lr_schedule_by ': dict(lr_schedule_by='minutes', time_limit=5)}
     (tmp_path / 'probe_syntax.py').write_text('def make(**kw):\n    return 1 +\n')
     (tmp_path / 'probe_raises.py').write_text('def make(**kw): raise RuntimeError("no data here")\n')
     (tmp_path / 'probe_surrogate.py').write_text('from tba_kit.tasks import PromptTask\n'

@@ -1,5 +1,5 @@
 "The loop across process boundaries: exact resume, reward faults, timeouts, dead workers, cancellation without orphans."
-import asyncio, json, os, signal, subprocess, sys, time
+import asyncio, json, math, os, signal, subprocess, sys, time
 from pathlib import Path
 
 import pytest
@@ -77,6 +77,19 @@ def test_async_resume_and_process_searchers(tmp_path):
     assert all(r['sync/seconds'] > 0 for r in rows) and any('search/tokens_per_s' in r for r in rows)
     assert children() <= before
 
+
+def test_lr_schedule_follows_the_clock_of_a_time_limited_run(tmp_path):
+    """lr_schedule_by: time runs a 1000-step cosine over the 6 s of time_limit: the run stops after far fewer steps with
+    the rate near 0, and each step's rate is the cosine at the share of the minutes spent when it started"""
+    lr, limit = TINY['lr'], 0.1 * 60
+    asyncio.run(run(task='t_vowels', steps=1000, time_limit=0.1, lr_schedule='cosine', lr_schedule_by='time', mode='sync',
+                    placement='inline', eval=False, out_dir=str(tmp_path), **TINY))
+    rows = [json.loads(l) for l in open(tmp_path / 'metrics.jsonl')]
+    assert 5 < len(rows) < 1000, len(rows)
+    cosine = lambda t: lr * 0.5 * (1 + math.cos(math.pi * min(t / limit, 1.)))
+    for before, row in zip(rows, rows[1:]):  # the step started between the previous row's clock and its own
+        assert cosine(row['time/train_seconds']) - 1e-9 <= row['train/lr'] <= cosine(before['time/train_seconds']) + 1e-9, (before, row)
+    assert rows[0]['train/lr'] > 0.9 * lr and rows[-1]['train/lr'] < 0.2 * lr, [r['train/lr'] for r in rows]
 
 def test_reward_failures_are_counted_and_the_run_continues(tmp_path, caplog):
     s = asyncio.run(run(task='t_flaky', steps=3, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **{k: v for k, v in TINY.items() if k != 'progress'}, progress=False))

@@ -16,6 +16,8 @@ def test_peer_trl_smoke(tmp_path):
     assert got['steps'] == 2 and got['evaluations'] == 2, got
     rows = [json.loads(l) for l in open(tmp_path / 'trl' / 'metrics.jsonl')]
     assert sum('train/step' in r for r in rows) == 2  # one row per TRL step, in tba_kit's format
+    # a 2-step cosine over 5 minutes: the steps lead the clock, so update 1 at the peak, update 2 at half of it, as tba_kit's trainer
+    assert [r['train/lr'] for r in rows if 'train/lr' in r] == pytest.approx([1e-5, 5e-6])
     evals = sorted((tmp_path / 'trl' / 'evals').iterdir())
     assert [p.name for p in evals] == ['step_000000.jsonl', 'step_000002.jsonl']
     assert all('correct' in json.loads(l) for l in evals[-1].read_text().splitlines())  # per problem, for intervals
