@@ -210,6 +210,9 @@ def check_ranges(self:Config):
     _need(self.search_ratio is None or self.search_ratio > 0, 'search_ratio', f"must be > 0 or null (no limit), got {self.search_ratio}")
     _need(self.time_limit is None or self.time_limit > 0, 'time_limit', f"minutes of training: must be > 0 or null (no limit), got {self.time_limit}")
     _need(self.lr_schedule_by in ('steps', 'time'), 'lr_schedule_by', f"must be 'steps' or 'time', got {self.lr_schedule_by!r}")
+    if self.lr_schedule == 'warmup_stable_decay' and self.stable_steps is None:  # transformers would make the stable phase negative
+        _need(self.warmup_steps + self.decay_steps <= self.steps, 'decay_steps', f"warmup_steps + decay_steps = {self.warmup_steps + self.decay_steps} exceed "
+              f"steps = {self.steps}, so the rate would start part-way down its decay: lower decay_steps (e.g. --decay_steps={self.steps // 2}), raise steps, or set stable_steps")
     _need(self.lr_schedule_by == 'steps' or self.time_limit is not None, 'lr_schedule_by', "'time' runs the lr schedule over time_limit, which is null: set time_limit (minutes), or use 'steps'")
     _need(self.lr_schedule_by == 'steps' or self.lr_schedule != 'reduce_lr_on_plateau', 'lr_schedule_by', "'reduce_lr_on_plateau' has no length to run over the clock: use 'steps'")
     _need(self.eval_limit is None or self.eval_limit >= 1, 'eval_limit', f"must be >= 1 or null (every held-out prompt), got {self.eval_limit}; eval: false skips evaluation")

@@ -85,7 +85,8 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
            'lr': dict(lr=float('inf')), 'eval_max_new_tokens': dict(eval_max_new_tokens=0), 'eval_max_new_tokens ': dict(eval_max_new_tokens=-5),
            'seed': dict(seed=-1), 'seed ': dict(seed=2 ** 70), 'max_staleness': dict(max_staleness=0, sync_every=4),
            'task': dict(task='probe_syntax:make'), 'task ': dict(task='probe_raises:make'),
-           'lr_schedule_by': dict(lr_schedule='cosine', lr_schedule_by='time'), 'lr_schedule_by ': dict(lr_schedule_by='minutes', time_limit=5)}
+           'lr_schedule_by': dict(lr_schedule='cosine', lr_schedule_by='time'), 'lr_schedule_by ': dict(lr_schedule_by='minutes', time_limit=5),
+           'decay_steps': dict(lr_schedule='warmup_stable_decay', decay_steps=500, steps=100)}
     (tmp_path / 'probe_syntax.py').write_text('def make(**kw):\n    return 1 +\n')
     (tmp_path / 'probe_raises.py').write_text('def make(**kw): raise RuntimeError("no data here")\n')
     (tmp_path / 'probe_surrogate.py').write_text('from tba_kit.tasks import PromptTask\n'
@@ -147,7 +148,7 @@ class Probe(PromptTask):
 def make(**kw): return Probe([f'Say word {i}' for i in range(12)], reward, test=['Say a word'], name='probe')
 """
 
-PROBE_CLI = ['configs/quickstart.yaml', '--model=tiny', '--task=probe_task:make', '--task_args={}', '--k=4', '--prompts_per_step=2', '--search_prompts=2',
+PROBE_CLI = ['configs/quickstart.yaml', '--lr_schedule=constant', '--model=tiny', '--task=probe_task:make', '--task_args={}', '--k=4', '--prompts_per_step=2', '--search_prompts=2',
              '--max_new_tokens=6', '--prefill=8', '--precision=fp32', '--eval=false', '--no-progress']
 
 

@@ -275,7 +275,7 @@ def test_run_closes_a_task_that_holds_resources(tmp_path):
 
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY_CLI = ['configs/quickstart.yaml', '--model=tiny', '--task_args={n_train: 40, n_test: 4}', '--k=4', '--prompts_per_step=2',
+TINY_CLI = ['configs/quickstart.yaml', '--lr_schedule=constant', '--model=tiny', '--task_args={n_train: 40, n_test: 4}', '--k=4', '--prompts_per_step=2',
             '--search_prompts=2', '--max_new_tokens=6', '--prefill=8', '--precision=fp32', '--eval=false', '--no-progress']
 
 

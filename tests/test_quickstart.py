@@ -7,7 +7,7 @@ AVX2 = {'ATEN_CPU_CAPABILITY': 'avx2', 'ONEDNN_MAX_CPU_ISA': 'AVX2'}  # emulates
 
 
 def test_quickstart_async_steps_on_smollm2_choose_fp32_without_native_bf16(tmp_path):
-    cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', 'configs/quickstart.yaml', '--steps=3', '--eval_limit=16', '--eval_every=0',
+    cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', 'configs/quickstart.yaml', '--steps=3', '--decay_steps=2', '--eval_limit=16', '--eval_every=0',
            '--checkpoint_every=0', '--no-progress', f'--out_dir={tmp_path}']
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900, env=os.environ | AVX2)
     assert out.returncode == 0, out.stderr[-3000:]
