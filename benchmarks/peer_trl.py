@@ -55,7 +55,7 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
     def evaluate_now(step, sampled=False):
         "Greedy held-out accuracy; sampled accuracy too before and after training, as tba_kit's loop"
         t = time.perf_counter()
-        res = evaluate(model, tok, task, 'test', cfg.eval_max_new_tokens, 64, cfg.eval_limit, temperature=cfg.logprob_temp,
+        res = evaluate(model, tok, task, 'test', cfg.eval_max_new_tokens, cfg.eval_batch_size, cfg.eval_limit, temperature=cfg.logprob_temp,
                        samples=cfg.eval_samples if sampled else 0)
         (out / 'evals' / f'step_{step:06d}.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in res.pop('examples')))
         clock['eval'] += time.perf_counter() - t

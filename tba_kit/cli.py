@@ -90,7 +90,7 @@ def evaluate_target(target:str, limit:int|None=None) -> dict:
     torch.set_num_threads(cfg.trainer_threads)
     model, tok = make_policy(cfg)
     if ck is not None: require('safetensors.torch', 'pip install safetensors').load_model(model, str(ck / 'policy.safetensors'))
-    res = evaluate(model, tok, make_task(cfg.task, **cfg.task_args), 'test', cfg.eval_max_new_tokens, 64, limit or cfg.eval_limit,
+    res = evaluate(model, tok, make_task(cfg.task, **cfg.task_args), 'test', cfg.eval_max_new_tokens, cfg.eval_batch_size, limit or cfg.eval_limit,
                    temperature=cfg.logprob_temp, samples=cfg.eval_samples)
     return {'checkpoint': str(ck) if ck else None, **res, 'examples': res['examples'][:3]}
 

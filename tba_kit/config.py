@@ -110,6 +110,7 @@ class Config(SearchFields):
     # evaluation, logging, checkpoints
     eval_every:int = 0  # steps between held-out evaluations (0: before and after only)
     eval_limit:int|None = None  # evaluate on the first N held-out prompts
+    eval_batch_size:int = 64  # held-out prompts per generate call (with eval_samples: that many rows per prompt)
     eval_max_new_tokens:int = 32
     eval:bool = True  # evaluate before and after training
     eval_samples:int = 0  # completions sampled per held-out problem for eval/sampled_accuracy with its interval, before and after training (0: greedy only)
@@ -185,7 +186,7 @@ def validate(self:Config):
 @patch
 def check_ranges(self:Config):
     "Refuse numbers out of their range, and settings that are silent or misleading (a negative grad norm, a zero time limit)"
-    for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'search_prompts', 'sync_every',
+    for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'search_prompts', 'sync_every', 'eval_batch_size',
                  'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
         _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
     _need(self.stable_steps is None or self.stable_steps >= 0, 'stable_steps', f"must be >= 0 or null, got {self.stable_steps}")

@@ -440,13 +440,13 @@ async def evaluate(self:Run, paused:asyncio.Event|None=None, sampled:bool=False)
     if not self.cfg.eval or not self.task.prompts('test'): return {}
     if paused is not None: paused.clear()  # no new searches while evaluating
     t, what = time.perf_counter(), f"evaluating at step {self.trainer.step_count}"
-    def progress(done, n):
+    def progress(done, n, phase):
         if self.interrupted: raise asyncio.CancelledError()  # the run is being interrupted: stop between batches
-        self.status(f"{what}: {done} of {n} held-out problems")
+        self.status(f"{what}: {done} of {n} held-out problems" + (f" ({self.cfg.eval_samples} sampled answers each)" if phase == 'sampled' else ''))
     self.status(f"{what}: 0 of {len(self.task.prompts('test')[:self.cfg.eval_limit])} held-out problems", new=True)
     try:
         res = await asyncio.to_thread(evaluate_policy, self.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
-                                      64, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples,
+                                      self.cfg.eval_batch_size, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples,
                                       self.cfg.logprob_temp, progress, self.cfg.eval_samples if sampled else 0)
     finally:
         self.status.done()

@@ -657,12 +657,12 @@ def evaluate(
     model:nn.Module, tokenizer, task,
     split:str='test',
     max_new_tokens:int=32,
-    batch_size:int=64,
+    batch_size:int=64,  # prompts per generate call (the sampled phase draws each prompt's `samples` in the same call)
     limit:int|None=None,  # first `limit` prompts only
     ref:nn.Module|None=None,  # reference policy (e.g. the initial / SFT model) for the KL estimate
     kl_samples:int=0,  # completions sampled per prompt to estimate KL(pi || ref) as eval/kl (0: no KL)
     temperature:float=1.,  # sampling temperature of the KL's and sampled accuracy's completions; log-probs are tempered by it
-    progress=None,  # called with (problems done, problems in all) as the greedy completions come in
+    progress=None,  # called with (problems done, problems in all, phase) after each generate call; phase 'greedy', then 'sampled'
     samples:int=0,  # completions sampled per prompt for eval/sampled_accuracy (graded tasks; 0: none)
 ) -> dict:
     "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [per-problem dict]}"
@@ -674,11 +674,12 @@ def evaluate(
     model.eval()
     try:
         groups = generate_completions(model, tokenizer, pids, k=1, greedy=True, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                                      progress=progress)
+                                      progress=progress and (lambda done, n: progress(done, n, 'greedy')))
         kl = (kl_to_reference(model, ref, tokenizer, pids, kl_samples, max_new_tokens, batch_size, temperature)
               if ref is not None and kl_samples else None)
         drawn = generate_completions(model, tokenizer, pids, k=samples, max_new_tokens=max_new_tokens, temperature=temperature,
-                                     batch_size=batch_size) if graded and samples else None
+                                     batch_size=batch_size * samples, progress=progress and (lambda done, n: progress(done, n, 'sampled'))
+                                     ) if graded and samples else None
     finally: model.train(was_training)
     texts = tokenizer.batch_decode([g[0][0] for g in groups], skip_special_tokens=True)
     res = {f'eval/{k}': v for k, v in task.evaluate(prompts, texts).items()}
