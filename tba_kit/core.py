@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 # %% auto #0
-__all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'completion_logprobs',
+__all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'completion_logprobs', 'cache_kw',
            'shared_prompt_logprobs', 'sequence_logprob_sums', 'Registry', 'stderr_line']
 
 # %% ../nbs/00_core.ipynb #2cf5e21a
@@ -193,6 +193,11 @@ def _left_padded_prompts(input_ids:Tensor, plen:Tensor, rows:Tensor) -> tuple:
     ids = torch.where(mask, input_ids[rows].gather(1, pos.clamp(min=0)), 0)
     return ids, mask.long()
 
+def cache_kw(model:nn.Module) -> str:
+    "The name under which `model` takes and returns its key/value cache: 'cache' (transformers 5.2x on) or 'past_key_values' (before)"
+    m = model.get_base_model() if hasattr(model, 'get_base_model') else model  # a peft model passes its arguments through
+    return 'cache' if 'cache' in inspect.signature(type(m).forward).parameters else 'past_key_values'
+
 def _prompt_pass(model:nn.Module, ids:Tensor, mask:Tensor, **kw):
     "Left-padded prompts [G, P] through `model`, positions counted from each prompt's first token; the output holds their key/value cache"
     return model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True, logits_to_keep=1, **kw)
@@ -217,14 +222,14 @@ def shared_prompt_logprobs(
     if not same.all(): return None  # some group's rows differ in their prompt
     pids, pmask = _left_padded_prompts(input_ids, starts[first], first)  # [G, P]
     out = _prompt_pass(model, pids, pmask, **kw)
-    cache = out.past_key_values
+    cache = out[cache_kw(model)]
     cache.batch_select_indices(group)  # each row gets its group's prompt keys / values (a differentiable gather)
     C = int((ends - starts).max())
     cpos = starts[:, None] + torch.arange(C, device=dev)[None]  # [B, C] positions of the completion tokens
     cmask = (cpos < ends[:, None])
     cids = torch.where(cmask, input_ids.gather(1, cpos.clamp(max=L - 1)), 0)  # [B, C]
     rest = model(input_ids=cids, attention_mask=torch.cat([pmask[group], cmask.long()], 1), position_ids=cpos,
-                 past_key_values=cache, use_cache=True).logits  # [B, C, V]: position j predicts completion token j + 1
+                 use_cache=True, **{cache_kw(model): cache}).logits  # [B, C, V]: position j predicts completion token j + 1
     logits = torch.cat([out.logits[group], rest[:, :-1]], 1).float() / temperature  # [B, C, V]: predicts completion token j
     lp = torch.where(cmask, logits.gather(-1, cids[..., None]).squeeze(-1) - logits.logsumexp(-1), 0.)  # [B, C]
     return torch.zeros(B, L, device=dev, dtype=lp.dtype).scatter_add(1, cpos.clamp(max=L - 1), lp), out

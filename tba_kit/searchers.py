@@ -20,7 +20,7 @@ from fastcore.basics import patch
 import torch
 from torch import nn
 
-from .core import Registry, Trajectory, _device, sequence_logprob_sums
+from .core import Registry, Trajectory, _device, cache_kw, sequence_logprob_sums
 from .metrics import bootstrap_ci
 from .models import load_model, require
 from .tasks import Prompt, score
@@ -262,12 +262,12 @@ def _prompt_cache(model, ids, mask, k:int, head:int=0):
     if getattr(model, 'config', None) is None or ids.shape[1] < 2 or (k == 1 and not head): return None
     n, cache = len(ids) // k, None  # rows come in runs of k copies of a prompt
     if head:
-        cache = model(input_ids=ids[:1, :head], use_cache=True, logits_to_keep=1).past_key_values
+        cache = model(input_ids=ids[:1, :head], use_cache=True, logits_to_keep=1)[cache_kw(model)]
         cache.batch_repeat_interleave(n)
     if k > 1 and ids.shape[1] - 1 > head:  # the rest of each prompt but its last token, once per prompt
         pos = mask[::k, :-1].cumsum(-1) - 1  # positions count each prompt's tokens, skipping its padding
         cache = model(input_ids=ids[::k, head:-1], attention_mask=mask[::k, :-1], position_ids=pos[:, head:].clamp(min=0),
-                      past_key_values=cache, use_cache=True, logits_to_keep=1).past_key_values
+                      use_cache=True, logits_to_keep=1, **{cache_kw(model): cache})[cache_kw(model)]
     cache.batch_repeat_interleave(k)
     return cache
 
@@ -295,7 +295,8 @@ def generate_completions(
         head = _shared_head(chunk) if getattr(model, 'config', None) is not None else 0  # computed once, not once a row
         ids, mask = (t.to(_device(model)) for t in _left_pad(chunk, tokenizer.pad_token_id, head))
         rec = _recorder(temperature if logprob_temperature is None else logprob_temperature)
-        gen = model.generate(input_ids=ids, attention_mask=mask, past_key_values=_prompt_cache(model, ids, mask, k, head),  # each prompt once
+        cache = _prompt_cache(model, ids, mask, k, head)  # each prompt once
+        gen = model.generate(input_ids=ids, attention_mask=mask, **({cache_kw(model): cache} if cache is not None else {}),
                              max_new_tokens=max_new_tokens, do_sample=not greedy,
                              temperature=temperature if not greedy else None, top_p=top_p if not greedy else None,
                              top_k=top_k if not greedy else None, eos_token_id=eos, pad_token_id=tokenizer.pad_token_id,

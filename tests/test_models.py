@@ -68,3 +68,25 @@ def test_precision_auto_chooses_the_dtype_it_measured_faster():
     assert dtype == ('bfloat16' if bf16 < fp32 else 'float32'), why
     if not flags & {'avx512_bf16', 'amx_bf16'}: assert dtype == 'float32', why
     if 'amx_bf16' in flags: assert dtype == 'bfloat16', why
+
+
+def test_generation_and_scoring_pass_the_cache_under_the_name_the_model_takes(capfd):
+    "transformers renamed `past_key_values` to `cache` and will remove the old name: tba_kit passes whichever the model's forward takes, so a newcomer's terminal shows no deprecation and a new install keeps working"
+    import warnings
+    from transformers.utils import logging as tf_logging
+    from tba_kit.core import shared_prompt_logprobs
+    from tba_kit.searchers import generate_completions
+    model, tok = models.tiny_model()
+    tf_logging.warning_once.cache_clear()  # warnings printed once per process: an earlier test may have used it up
+    head = tok.encode('a shared instruction, then ')
+    prompts = [head + tok.encode(q) for q in ('one?', 'two, three?')]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        groups = generate_completions(model, tok, prompts, k=2, max_new_tokens=4)  # the shared head's cache, then each prompt's
+        ids = torch.tensor([prompts[1] + c.tolist() + [tok.pad_token_id] * (4 - len(c)) for c, _ in groups[1]])
+        cmask = torch.zeros_like(ids, dtype=torch.bool); cmask[:, len(prompts[1]):] = ids[:, len(prompts[1]):] != tok.pad_token_id
+        cmask[:, len(prompts[1])] = True
+        lp = shared_prompt_logprobs(model, ids, (ids != tok.pad_token_id) | cmask, cmask, torch.zeros(2, dtype=torch.long))
+    assert lp is not None  # the shared prompt pass ran (its cache reused for both rows)
+    said = capfd.readouterr().err + ''.join(str(w.message) for w in caught)
+    assert 'past_key_values' not in said and 'deprecated' not in said, said
