@@ -148,7 +148,7 @@ SINKS = {'tensorboard': TensorBoardSink, 'wandb': WandbSink}  # the config's `lo
 class RewardGuard:
     "Counts failed reward batches; raises once most of them fail"
     def __init__(self, min_batches:int=4):
-        self.ok = self.failed = self.unscored = 0; self.first = None; self.min_batches = min_batches  # unscored: searches in a row
+        self.ok = self.failed = self.unscored = self.ungrouped = 0; self.first = None; self.min_batches = min_batches  # unscored, ungrouped: in a row
 
     def success(self): self.ok += 1
 
@@ -160,6 +160,13 @@ class RewardGuard:
         if self.unscored >= self.min_batches:
             raise RewardError(f"the reward function returned None for every completion of the last {self.unscored} searches ({of} each); "
                               "stopping. None skips a completion: return a float for those it can score")
+
+    def grouped(self, n:int, need:int):
+        "Count a sync round that left `n` groups of at least `need` scored completions: none stops the run after `min_batches` in a row"
+        self.ungrouped = 0 if n else self.ungrouped + 1
+        if self.ungrouped >= self.min_batches:
+            raise RewardError(f"the last {self.ungrouped} rounds left no prompt with the {need} scored completions the objective needs in a group "
+                              "(the reward function returned None for the others); stopping. Return a float for more of each prompt's completions")
 
     def failure(self, e:RewardError):
         self.failed += 1
@@ -621,6 +628,7 @@ async def train_sync(self:Run, bar):
         groups = {}
         for x in trajs: groups.setdefault(x.prompt_id, []).append(x)
         groups = [g for g in groups.values() if len(g) >= self.trainer.objective.needs.min_group]  # unscored completions shrink groups
+        self.guard.grouped(len(groups), self.trainer.objective.needs.min_group)
         if not groups: continue
         lag = [self.trainer.version - x.version for g in groups for x in g]
         stats = {'buffer/staleness_mean': float(np.mean(lag)), 'buffer/staleness_max': max(lag), 'sample/reward_mean': float(np.mean([x.reward for g in groups for x in g])), 'sync/seconds': pub,

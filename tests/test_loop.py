@@ -356,3 +356,16 @@ def test_searcher_process_runs_at_the_niceness_asked():
         finally: await s.aclose()
     assert asyncio.run(main()) == min(os.nice(0) + 7, 19)  # niceness stops at 19
     with pytest.raises(ValueError, match='nice must be in 0..19'): ProcessSearcher('tiny', nice=20)
+
+
+def lonely(prompts, completions, **kw):
+    "Scores one completion of each prompt (None: the others)"
+    seen = set()
+    return [None if repr(p) in seen or seen.add(repr(p)) else 0.5 for p in prompts]
+T.TASKS['t_lonely'] = lambda **kw: PromptTask([f'Say word {i}' for i in range(6)], lonely, name='lonely')
+
+
+def test_sync_run_stops_when_no_group_is_large_enough(tmp_path):
+    "VarGrad needs two scored completions of a prompt: when a reward scores one of each, a sync round (fresh completions only) stops the run with a reason instead of searching forever (async mode pools a prompt's completions across searches in the buffer)"
+    with pytest.raises(RewardError, match='no prompt with the 2 scored completions'):
+        asyncio.run(asyncio.wait_for(run(task='t_lonely', objective='vargrad', mode='sync', steps=3, placement='inline', eval=False, out_dir=str(tmp_path), **TINY), 120))
