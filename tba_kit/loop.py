@@ -31,7 +31,7 @@ from .vllm_searcher import import_vllm
 # %% auto #0
 __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'make_searcher', 'PromptStream',
            'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'Status', 'RunLog', 'WeightSync', 'RunSummary',
-           'Run', 'eval_line', 'TrainerFirst', 'set_aside', 'run']
+           'Run', 'eval_line', 'TrainerFirst', 'set_aside', 'ClockBar', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -712,6 +712,22 @@ async def _locked(self:Run, resume) -> RunSummary:
         self.log.close()
         if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
 
+# %% ../nbs/10_loop.ipynb #clockbar0
+class ClockBar:
+    "The terminal's bar of a time-limited run: seconds of `time_limit` spent training (or the share of `steps` done, when ahead), the step beside the metrics"
+    def __init__(self, run:Run, tqdm):
+        self.run, total = run, 60 * run.cfg.time_limit
+        self.bar = tqdm(total=total, desc=f"{run.cfg.mode} {run.cfg.objective}", dynamic_ncols=True,
+                        bar_format='{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s of training [{elapsed}<{remaining}{postfix}]')
+        self.update(0)
+
+    def update(self, n:int=1):  # n: steps done since the last call (the bar follows the clock)
+        r, total = self.run, self.bar.total
+        self.bar.update(min(total, total * max(r.log.training_seconds() / total, r.trainer.step_count / r.cfg.steps)) - self.bar.n)
+
+    def set_postfix(self, post:dict): self.bar.set_postfix({'step': self.run.trainer.step_count, **post})
+    def close(self): self.bar.close()
+
 # %% ../nbs/10_loop.ipynb #d7d92f8a
 @patch
 async def _train(self:Run, resume) -> RunSummary:
@@ -730,7 +746,8 @@ async def _train(self:Run, resume) -> RunSummary:
         if self.summary.eval_before: self.record({**self.summary.eval_before, 'train/step_seconds': 0.})
         if self.progress is True:
             tqdm = require('tqdm.auto', 'pip install tqdm').tqdm
-            bar = tqdm(total=cfg.steps, initial=self.trainer.step_count, desc=f"{cfg.mode} {cfg.objective}", dynamic_ncols=True)
+            bar = (ClockBar(self, tqdm) if cfg.time_limit else
+                   tqdm(total=cfg.steps, initial=self.trainer.step_count, desc=f"{cfg.mode} {cfg.objective}", dynamic_ncols=True))
             self.status.show = lambda line: tqdm.write(f"tba_kit: {line}", file=sys.stderr)  # above the bar
         await (self.train_async(bar) if cfg.mode == 'async' else self.train_sync(bar))
         if self.diversity_task is not None:  # the measurement still in flight: log it rather than drop it

