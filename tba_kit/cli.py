@@ -24,6 +24,7 @@ def _parser():
     t.add_argument('config', nargs='?', help='YAML config (optional with --resume)')
     t.add_argument('--resume', help='run directory or checkpoint to continue from')
     t.add_argument('--no-progress', action='store_true', help='no progress bar (what the run is doing is still printed)')
+    t.add_argument('--json', action='store_true', help="end by printing the run's summary as JSON (default: a few lines)")
     e = sub.add_parser('eval', help="greedy held-out accuracy of a config's model or a run's checkpoint")
     e.add_argument('target', help='YAML config, or a run directory / checkpoint')
     e.add_argument('--limit', type=int, default=None, help='evaluate on the first N held-out prompts')
@@ -57,8 +58,9 @@ def main(argv:list|None=None) -> int:
             cfg, resume = _train_config(args, rest)
             from tba_kit.loop import run
             summary = run_interruptible(run(cfg, resume=resume, progress='lines' if args.no_progress else True))
-            print(json.dumps({'out_dir': summary.out_dir, 'steps': summary.steps, 'seconds': round(summary.seconds, 1),
-                              'eval_before': summary.eval_before, 'eval_after': summary.eval_after, 'final': summary.final}, indent=1))
+            if args.json: print(json.dumps({'out_dir': summary.out_dir, 'steps': summary.steps, 'seconds': round(summary.seconds, 1),
+                                            'eval_before': summary.eval_before, 'eval_after': summary.eval_after, 'final': summary.final}, indent=1))
+            else: print('\n'.join(f"tba_kit: {line}" for line in summary.lines()))
         else:
             if rest: raise ValueError(f"unexpected arguments {rest}")
             print(json.dumps(evaluate_target(args.target, args.limit), indent=1))

@@ -311,6 +311,16 @@ class RunSummary:
         rows += [('output', f"`{self.out_dir}`")]
         return "**Run summary**\n\n| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
+    def lines(self) -> list:
+        "What the run did, for a terminal: steps and minutes, each held-out metric before -> after (with its 95% interval), its files"
+        def fmt(d, k):
+            if k + '_lo' not in d: return f"{d[k]:.4g}"
+            return f"{d[k]:.1%} [{d[k + '_lo']:.1%}, {d[k + '_hi']:.1%}]"
+        keys = [k for k in self.eval_after if not k.endswith(('_lo', '_hi', '/seconds')) and isinstance(self.eval_after[k], (int, float))]
+        out = [f"done: {self.steps} steps in {self.seconds / 60:.1f} min"]
+        out += [f"held-out {k.removeprefix('eval/')}: " + (f"{fmt(self.eval_before, k)} -> " if k in self.eval_before else '') + fmt(self.eval_after, k) for k in keys]
+        return out + [f"in {self.out_dir}: summary.json, metrics.jsonl, evals/, checkpoints/ (figures: tba_kit.viz.curves({self.out_dir!r}))"]
+
 # %% ../nbs/10_loop.ipynb #0f08f76e
 def _kl_is_beta(objective, cfg) -> bool:
     "Whether the objective's KL coefficient is the config's beta, which then follows beta's schedule (vargrad, tb, tba_prime)"
