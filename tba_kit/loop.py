@@ -347,6 +347,10 @@ class Run:
         except (ValueError, TypeError) as e: raise type(e)(f"config field 'task': {e}") from e
         objective = objective if objective is not None else make_objective(cfg)
         cfg.check_needs(objective.needs, type(objective).__name__)
+        if cfg.beta_final is not None and not _kl_is_beta(objective, cfg):
+            kl = objective.needs.kl_name
+            raise ValueError(f"config field 'beta_final': it schedules beta, and {type(objective).__name__}'s KL coefficient is " + (f"{kl} = {getattr(objective, kl)}" if kl else "none")
+                             + ", not beta: remove beta_final, or use vargrad, tb or tba_prime (their KL coefficient is beta)")
         n = len(self.task.prompts('train'))
         if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
             raise ValueError(f"config field 'prefill': {cfg.prefill} completions cannot fit in a buffer of buffer_capacity x training prompts = "
