@@ -290,6 +290,7 @@ def _finish(out, tmp_path, log) -> int:
 def test_fault_injection_suite(tmp_path, capsys):
     "Signals to the trainer and its searcher at random moments, corrupt checkpoints, a concurrent run, rewards that hang, fail or say None"
     seed = int(os.environ.get('TBA_FAULT_SEED', time.time_ns() % 10_000)); rng = random.Random(seed)
+    with capsys.disabled(): print(f"\nfault injection: seed {seed} (TBA_FAULT_SEED={seed} repeats these moments)", flush=True)  # before any assertion can fail
     results, log = {}, []  # fault -> (survived, steps lost)
 
     def kill_trainer(name, sig, out):
