@@ -32,7 +32,7 @@ class ModelFields:
     # objective
     objective:str = 'vargrad'  # 'vargrad' (TBA), 'tb' (learned log Z), TRL's 'grpo', 'dr_grpo', 'dapo', 'bnpo', 'cispo', 'rloo', 'tba_prime' (TBA'), or 'module:Name' (Name(config) -> Objective)
     beta:float = 0.05  # KL coefficient: target pi_ref * exp(r / beta)
-    beta_final:float|None = None  # linear decay of beta to this value over beta_steps (None: constant); 'vargrad', 'tb', 'tba_prime'
+    beta_final:float|None = None  # the objective's KL coefficient (beta; kl_coef for the grpo family) moves linearly to this over beta_steps (None: constant)
     beta_steps:int = 0
     beta_cut:int|None = None  # the update from which beta is beta_final at once (the paper's TL;DR: 32); null: after beta_steps
     log_z_lr:float = 0.1  # learning rate of log Z ('tb' only)

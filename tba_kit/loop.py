@@ -31,7 +31,7 @@ from .vllm_searcher import import_vllm
 # %% auto #0
 __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'make_searcher', 'PromptStream',
            'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'Status', 'RunLog', 'WeightSync', 'RunSummary',
-           'Run', 'eval_line', 'TrainerFirst', 'set_aside', 'ClockBar', 'run']
+           'kl_schedule', 'Run', 'eval_line', 'TrainerFirst', 'set_aside', 'ClockBar', 'run']
 
 # %% ../nbs/10_loop.ipynb #fa6d42e3
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
@@ -322,10 +322,15 @@ class RunSummary:
         return out + [f"in {self.out_dir}: summary.json, metrics.jsonl, evals/, checkpoints/ (figures: tba_kit.viz.curves({self.out_dir!r}))"]
 
 # %% ../nbs/10_loop.ipynb #0f08f76e
-def _kl_is_beta(objective, cfg) -> bool:
-    "Whether the objective's KL coefficient is the config's beta, which then follows beta's schedule (vargrad, tb, tba_prime)"
-    kl = objective.needs.kl_name
-    return kl == 'beta' or (kl is not None and getattr(objective, kl) == cfg.beta and cfg.beta_final is not None)
+def kl_schedule(objective, cfg:Config) -> BetaSchedule|None:
+    "The schedule of the objective's KL coefficient, whatever its `needs.kl_name` names (beta, kl_coef): from its value to `beta_final` (None: left alone)"
+    if cfg.beta_final is None: return None
+    kl, name = objective.needs.kl_name, type(objective).__name__
+    if not kl: raise ValueError(f"config field 'beta_final': {name} has no KL coefficient to schedule (its needs.kl_name is None): remove beta_final")
+    if not getattr(objective, kl) > 0:
+        raise ValueError(f"config field 'beta_final': it moves {name}'s KL coefficient {kl} from its value, {getattr(objective, kl)}, to beta_final, "
+                         f"and at 0 the objective has no KL term: set {kl} > 0, or remove beta_final")
+    return BetaSchedule(getattr(objective, kl), cfg.beta_final, cfg.beta_steps, cfg.beta_cut)
 
 # %% ../nbs/10_loop.ipynb #283e390c
 class Run:
@@ -347,10 +352,7 @@ class Run:
         except (ValueError, TypeError) as e: raise type(e)(f"config field 'task': {e}") from e
         objective = objective if objective is not None else make_objective(cfg)
         cfg.check_needs(objective.needs, type(objective).__name__)
-        if cfg.beta_final is not None and not _kl_is_beta(objective, cfg):
-            kl = objective.needs.kl_name
-            raise ValueError(f"config field 'beta_final': it schedules beta, and {type(objective).__name__}'s KL coefficient is " + (f"{kl} = {getattr(objective, kl)}" if kl else "none")
-                             + ", not beta: remove beta_final, or use vargrad, tb or tba_prime (their KL coefficient is beta)")
+        kl = kl_schedule(objective, cfg)  # before any model loads: a beta_final with nothing to schedule is refused
         n = len(self.task.prompts('train'))
         if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
             raise ValueError(f"config field 'prefill': {cfg.prefill} completions cannot fit in a buffer of buffer_capacity x training prompts = "
@@ -366,7 +368,7 @@ class Run:
         self.trainer = Trainer(self.model, objective, lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                micro_batch_rows=cfg.micro_batch_rows, precision=cfg.precision, lr_schedule=cfg.lr_schedule,
                                warmup_steps=cfg.warmup_steps, decay_steps=cfg.decay_steps, stable_steps=cfg.stable_steps, total_steps=cfg.steps,
-                               beta=BetaSchedule(cfg.beta, cfg.beta_final, cfg.beta_steps, cfg.beta_cut) if _kl_is_beta(objective, cfg) else None,
+                               beta=kl,
                                ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
                                ref_reset_every=cfg.ref_reset_every,
                                pad_id=self.tok.pad_token_id, temperature=cfg.logprob_temp)

@@ -87,7 +87,7 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
            'task': dict(task='probe_syntax:make'), 'task ': dict(task='probe_raises:make'),
            'lr_schedule_by': dict(lr_schedule='cosine', lr_schedule_by='time'), 'lr_schedule_by ': dict(lr_schedule_by='minutes', time_limit=5),
            'decay_steps': dict(lr_schedule='warmup_stable_decay', decay_steps=500, steps=100),
-           'beta_final': dict(objective='grpo', beta_final=0.01, beta_steps=10)}  # grpo's KL coefficient is kl_coef: was ignored
+           'beta_final': dict(objective='grpo', beta_final=0.01, beta_steps=10)}  # grpo's KL coefficient kl_coef is 0: nothing to schedule (was ignored)
     (tmp_path / 'probe_syntax.py').write_text('def make(**kw):\n    return 1 +\n')
     (tmp_path / 'probe_raises.py').write_text('def make(**kw): raise RuntimeError("no data here")\n')
     (tmp_path / 'probe_surrogate.py').write_text('from tba_kit.tasks import PromptTask\n'
