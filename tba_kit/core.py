@@ -196,6 +196,7 @@ def _left_padded_prompts(input_ids:Tensor, plen:Tensor, rows:Tensor) -> tuple:
 def cache_kw(model:nn.Module) -> str:
     "The name under which `model` takes and returns its key/value cache: 'cache' (transformers 5.2x on) or 'past_key_values' (before)"
     m = model.get_base_model() if hasattr(model, 'get_base_model') else model  # a peft model passes its arguments through
+    m = getattr(m, '_orig_mod', m)  # a torch.compile'd model
     return 'cache' if 'cache' in inspect.signature(type(m).forward).parameters else 'past_key_values'
 
 def _prompt_pass(model:nn.Module, ids:Tensor, mask:Tensor, **kw):

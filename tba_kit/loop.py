@@ -319,18 +319,21 @@ class RunSummary:
         keys = [k for k in self.eval_after if not k.endswith(('_lo', '_hi', '/seconds')) and isinstance(self.eval_after[k], (int, float))]
         out = [f"done: {self.steps} steps in {self.seconds / 60:.1f} min"]
         out += [f"held-out {k.removeprefix('eval/')}: " + (f"{fmt(self.eval_before, k)} -> " if k in self.eval_before else '') + fmt(self.eval_after, k) for k in keys]
-        return out + [f"in {self.out_dir}: summary.json, metrics.jsonl, evals/, checkpoints/ (figures: tba_kit.viz.curves({self.out_dir!r}))"]
+        files = [f for f in ('summary.json', 'metrics.jsonl', 'evals/', 'checkpoints/') if (Path(self.out_dir) / f).exists()]
+        return out + [f"in {self.out_dir}" + (f": {', '.join(files)}" if files else '') + f" (figures: tba_kit.viz.curves({self.out_dir!r}))"]
 
 # %% ../nbs/10_loop.ipynb #0f08f76e
 def kl_schedule(objective, cfg:Config) -> BetaSchedule|None:
-    "The schedule of the objective's KL coefficient, whatever its `needs.kl_name` names (beta, kl_coef): from its value to `beta_final` (None: left alone)"
-    if cfg.beta_final is None: return None
-    kl, name = objective.needs.kl_name, type(objective).__name__
-    if not kl: raise ValueError(f"config field 'beta_final': {name} has no KL coefficient to schedule (its needs.kl_name is None): remove beta_final")
-    if not getattr(objective, kl) > 0:
-        raise ValueError(f"config field 'beta_final': it moves {name}'s KL coefficient {kl} from its value, {getattr(objective, kl)}, to beta_final, "
+    "The schedule of the KL coefficient the objective names (`needs.kl_name`): `beta` from the config's, another (the grpo family's kl_coef) from the objective's value; to `beta_final` (None: constant)"
+    kl = objective.needs.kl_name
+    start = cfg.beta if kl == 'beta' else getattr(objective, kl) if kl else None  # the trainer moves the attribute: beta restarts from the config
+    if cfg.beta_final is None: return BetaSchedule(start) if kl == 'beta' else None
+    name = type(objective).__name__ if given(cfg.objective) else repr(cfg.objective)
+    if not kl: raise ValueError(f"config field 'beta_final': objective {name} has no KL coefficient to schedule (its needs.kl_name is None): remove beta_final")
+    if not start > 0:
+        raise ValueError(f"config field 'beta_final': it moves objective {name}'s KL coefficient {kl} from its value, {start}, to beta_final, "
                          f"and at 0 the objective has no KL term: set {kl} > 0, or remove beta_final")
-    return BetaSchedule(getattr(objective, kl), cfg.beta_final, cfg.beta_steps, cfg.beta_cut)
+    return BetaSchedule(start, cfg.beta_final, cfg.beta_steps, cfg.beta_cut)
 
 # %% ../nbs/10_loop.ipynb #283e390c
 class Run:
@@ -644,7 +647,7 @@ async def train_sync(self:Run, bar):
         groups = {}
         for x in trajs: groups.setdefault(x.prompt_id, []).append(x)
         groups = [g for g in groups.values() if len(g) >= self.trainer.objective.needs.min_group]  # unscored completions shrink groups
-        self.guard.grouped(len(groups), self.trainer.objective.needs.min_group)
+        if trajs: self.guard.grouped(len(groups), self.trainer.objective.needs.min_group)  # a round that failed is the guard's failure count
         if not groups: continue
         lag = [self.trainer.version - x.version for g in groups for x in g]
         stats = {'buffer/staleness_mean': float(np.mean(lag)), 'buffer/staleness_max': max(lag), 'sample/reward_mean': float(np.mean([x.reward for g in groups for x in g])), 'sync/seconds': pub,
@@ -733,7 +736,7 @@ class ClockBar:
     "The terminal's bar of a time-limited run: seconds of `time_limit` spent training (or the share of `steps` done, when ahead), the step beside the metrics"
     def __init__(self, run:Run, tqdm):
         self.run, total = run, 60 * run.cfg.time_limit
-        self.bar = tqdm(total=total, desc=f"{run.cfg.mode} {run.cfg.objective}", dynamic_ncols=True,
+        self.bar = tqdm(total=total, initial=min(total, run.log.training_seconds()), desc=f"{run.cfg.mode} {run.cfg.objective}", dynamic_ncols=True,
                         bar_format='{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s of training [{elapsed}<{remaining}{postfix}]')
         self.update(0)
 

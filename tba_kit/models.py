@@ -73,8 +73,8 @@ def load_model(
     if dtype not in _DTYPES: raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
     tf = require('transformers', 'pip install transformers')
     path = resolve_model(name_or_path)
-    bars = tf.utils.logging.is_progress_bar_enabled()
-    tf.utils.logging.disable_progress_bar()  # transformers' 'Loading weights' bar, once per process: tba_kit's status line says what loads
+    bars = Path(path).is_dir() and tf.utils.logging.is_progress_bar_enabled()  # a hub download keeps its bars
+    if bars: tf.utils.logging.disable_progress_bar()  # transformers' 'Loading weights' bar, once per process: tba_kit's status line says what loads
     try:
         tok = tf.AutoTokenizer.from_pretrained(path)
         model = tf.AutoModelForCausalLM.from_pretrained(path, dtype=_DTYPES[dtype])

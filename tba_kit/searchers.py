@@ -260,14 +260,14 @@ def _recorder(temperature:float=1.):
 def _prompt_cache(model, ids, mask, k:int, head:int=0):
     "Key/value cache of the prompts' shared `head` (computed once) and, for k > 1, of all but each prompt's last token (once per prompt, repeated for its `k` rows); None: no sharing"
     if getattr(model, 'config', None) is None or ids.shape[1] < 2 or (k == 1 and not head): return None
-    n, cache = len(ids) // k, None  # rows come in runs of k copies of a prompt
+    n, cache, kw = len(ids) // k, None, cache_kw(model)  # rows come in runs of k copies of a prompt
     if head:
-        cache = model(input_ids=ids[:1, :head], use_cache=True, logits_to_keep=1)[cache_kw(model)]
+        cache = model(input_ids=ids[:1, :head], use_cache=True, logits_to_keep=1)[kw]
         cache.batch_repeat_interleave(n)
     if k > 1 and ids.shape[1] - 1 > head:  # the rest of each prompt but its last token, once per prompt
         pos = mask[::k, :-1].cumsum(-1) - 1  # positions count each prompt's tokens, skipping its padding
         cache = model(input_ids=ids[::k, head:-1], attention_mask=mask[::k, :-1], position_ids=pos[:, head:].clamp(min=0),
-                      use_cache=True, logits_to_keep=1, **{cache_kw(model): cache})[cache_kw(model)]
+                      use_cache=True, logits_to_keep=1, **{kw: cache})[kw]
     cache.batch_repeat_interleave(k)
     return cache
 

@@ -40,12 +40,12 @@ def _name(run) -> str:
     if hasattr(run, 'out'): return run.out.name
     return Path(getattr(run, 'out_dir', run)).name
 
-def _is_rows(x) -> bool: return isinstance(x, list) and all(isinstance(r, dict) for r in x)
+def _is_rows(x) -> bool: return isinstance(x, (list, tuple)) and all(isinstance(r, dict) for r in x)
 
 def _runs(runs) -> dict:
     "Each run's rows by name, from one run, a dict {name: run}, or a list or tuple of runs (their folder names, numbered if repeated)"
     if isinstance(runs, dict): return {str(k): read_metrics(v) for k, v in runs.items()}
-    if not isinstance(runs, (list, tuple)) or _is_rows(runs): return {_name(runs): read_metrics(runs)}
+    if not isinstance(runs, (list, tuple)) or _is_rows(runs): return {_name(runs): read_metrics(list(runs) if _is_rows(runs) else runs)}
     names = [_name(r) for r in runs]
     return {(n if names.count(n) == 1 else f"{n} #{i + 1}"): read_metrics(r) for i, (n, r) in enumerate(zip(names, runs))}
 

@@ -72,14 +72,19 @@ def test_precision_auto_chooses_the_dtype_it_measured_faster():
     if 'amx_bf16' in flags: assert dtype == 'bfloat16', why
 
 
-def test_generation_and_scoring_pass_the_cache_under_the_name_the_model_takes(capfd):
-    "transformers renamed `past_key_values` to `cache` and will remove the old name: tba_kit passes whichever the model's forward takes, so a newcomer's terminal shows no deprecation and a new install keeps working"
+@pytest.mark.parametrize('lora', [False, True])
+def test_generation_and_scoring_pass_the_cache_under_the_name_the_model_takes(capfd, lora):
+    "transformers renamed `past_key_values` to `cache` and will remove the old name: tba_kit passes whichever the model's forward takes (a LoRA policy's: its base model's), so a newcomer's terminal shows no deprecation and a new install keeps working"
     import warnings
     from transformers.utils import logging as tf_logging
     from tba_kit.core import shared_prompt_logprobs
     from tba_kit.searchers import generate_completions
     model, tok = models.tiny_model()
+    if lora:
+        peft = pytest.importorskip('peft')
+        model = peft.get_peft_model(model, peft.LoraConfig(r=2, target_modules=['q_proj', 'v_proj']))
     tf_logging.warning_once.cache_clear()  # warnings printed once per process: an earlier test may have used it up
+    capfd.readouterr()  # from here on: tba_kit's own calls
     head = tok.encode('a shared instruction, then ')
     prompts = [head + tok.encode(q) for q in ('one?', 'two, three?')]
     with warnings.catch_warnings(record=True) as caught:
