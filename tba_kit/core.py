@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #9efb8b34
 from __future__ import annotations
-import difflib, importlib, inspect, os, sys, time
+import difflib, functools, importlib, inspect, os, sys, time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -196,8 +196,10 @@ def _left_padded_prompts(input_ids:Tensor, plen:Tensor, rows:Tensor) -> tuple:
 def cache_kw(model:nn.Module) -> str:
     "The name under which `model` takes and returns its key/value cache: 'cache' (transformers 5.2x on) or 'past_key_values' (before)"
     m = model.get_base_model() if hasattr(model, 'get_base_model') else model  # a peft model passes its arguments through
-    m = getattr(m, '_orig_mod', m)  # a torch.compile'd model
-    return 'cache' if 'cache' in inspect.signature(type(m).forward).parameters else 'past_key_values'
+    return _cache_kw_of(type(getattr(m, '_orig_mod', m)))  # (a torch.compile'd model: its original)
+
+@functools.lru_cache
+def _cache_kw_of(cls) -> str: return 'cache' if 'cache' in inspect.signature(cls.forward).parameters else 'past_key_values'
 
 def _prompt_pass(model:nn.Module, ids:Tensor, mask:Tensor, **kw):
     "Left-padded prompts [G, P] through `model`, positions counted from each prompt's first token; the output holds their key/value cache"
@@ -223,14 +225,15 @@ def shared_prompt_logprobs(
     if not same.all(): return None  # some group's rows differ in their prompt
     pids, pmask = _left_padded_prompts(input_ids, starts[first], first)  # [G, P]
     out = _prompt_pass(model, pids, pmask, **kw)
-    cache = out[cache_kw(model)]
+    kw = cache_kw(model)
+    cache = out[kw]
     cache.batch_select_indices(group)  # each row gets its group's prompt keys / values (a differentiable gather)
     C = int((ends - starts).max())
     cpos = starts[:, None] + torch.arange(C, device=dev)[None]  # [B, C] positions of the completion tokens
     cmask = (cpos < ends[:, None])
     cids = torch.where(cmask, input_ids.gather(1, cpos.clamp(max=L - 1)), 0)  # [B, C]
     rest = model(input_ids=cids, attention_mask=torch.cat([pmask[group], cmask.long()], 1), position_ids=cpos,
-                 use_cache=True, **{cache_kw(model): cache}).logits  # [B, C, V]: position j predicts completion token j + 1
+                 use_cache=True, **{kw: cache}).logits  # [B, C, V]: position j predicts completion token j + 1
     logits = torch.cat([out.logits[group], rest[:, :-1]], 1).float() / temperature  # [B, C, V]: predicts completion token j
     lp = torch.where(cmask, logits.gather(-1, cids[..., None]).squeeze(-1) - logits.logsumexp(-1), 0.)  # [B, C]
     return torch.zeros(B, L, device=dev, dtype=lp.dtype).scatter_add(1, cpos.clamp(max=L - 1), lp), out

@@ -21,8 +21,8 @@ __all__ = ['read_metrics', 'curves', 'health', 'diversity', 'buffer_histograms',
 # %% ../nbs/12_viz.ipynb #b74556b0
 def read_metrics(run, file:str='metrics.jsonl') -> list:
     "Rows of a run's `file` (metrics or timeline): from a run directory, a .jsonl path, a RunSummary, a live Run, or rows"
-    if isinstance(run, list):
-        if _is_rows(run): return run
+    if isinstance(run, (list, tuple)):
+        if _is_rows(run): return list(run)
         raise TypeError("a list read as one run must hold its metric rows (dicts); several runs go to a figure as a list of run "
                         "directories, e.g. viz.curves(['runs/a', 'runs/b']), or as a dict {name: run}")
     if hasattr(run, 'log'): return list((run.log.timeline if file == 'timeline.jsonl' else run.log.metrics).rows)  # a live loop.Run
@@ -36,7 +36,7 @@ def read_metrics(run, file:str='metrics.jsonl') -> list:
     return rows
 
 def _name(run) -> str:
-    if isinstance(run, list): return 'run'
+    if isinstance(run, (list, tuple)): return 'run'
     if hasattr(run, 'out'): return run.out.name
     return Path(getattr(run, 'out_dir', run)).name
 
@@ -45,7 +45,7 @@ def _is_rows(x) -> bool: return isinstance(x, (list, tuple)) and all(isinstance(
 def _runs(runs) -> dict:
     "Each run's rows by name, from one run, a dict {name: run}, or a list or tuple of runs (their folder names, numbered if repeated)"
     if isinstance(runs, dict): return {str(k): read_metrics(v) for k, v in runs.items()}
-    if not isinstance(runs, (list, tuple)) or _is_rows(runs): return {_name(runs): read_metrics(list(runs) if _is_rows(runs) else runs)}
+    if not isinstance(runs, (list, tuple)) or _is_rows(runs): return {_name(runs): read_metrics(runs)}
     names = [_name(r) for r in runs]
     return {(n if names.count(n) == 1 else f"{n} #{i + 1}"): read_metrics(r) for i, (n, r) in enumerate(zip(names, runs))}
 
