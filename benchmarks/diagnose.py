@@ -14,12 +14,13 @@ from tba_kit.config import Config
 from tba_kit.checkpoints import find_checkpoint
 from tba_kit.loop import make_policy
 from tba_kit.models import require
-from tba_kit.searchers import _encode, generate_completions
+from tba_kit.searchers import generate_completions
+from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import last_number, make_task
 
 
 def measure(model, tok, prompts, k, max_new_tokens) -> dict:
-    pids = _encode(tok, [p.messages for p in prompts])
+    pids = encode_prompts(tok, [p.messages for p in prompts])
     greedy = [tok.decode(g[0][0], skip_special_tokens=True) for g in generate_completions(model, tok, pids, greedy=True, max_new_tokens=max_new_tokens)]
     samples = generate_completions(model, tok, pids, k=k, max_new_tokens=max_new_tokens)
     right = lambda text, p: last_number(text) == p.fields['answer']

@@ -35,8 +35,8 @@ def clock_schedule(cfg):
     return lambda seconds, updates: cfg.lr * fn(clock_step(seconds / (60 * cfg.time_limit), updates, cfg.steps))
 
 
-def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
-    "TRL's GRPOTrainer on `cfg`'s job for cfg.time_limit minutes of training; evaluations as tba_kit's, into `out`"
+def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None, keep_policy:bool=False):
+    "TRL's GRPOTrainer on `cfg`'s job for cfg.time_limit minutes of training; evaluations as tba_kit's, into `out` (`keep_policy`: its final weights too)"
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback
@@ -90,6 +90,9 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None):
     trainer.train()
     evaluate_now(trainer.state.global_step, sampled=True)
     log.close()
+    if keep_policy:  # benchmarks/diversity.py measures it
+        from safetensors.torch import save_model
+        save_model(model, str(out / 'policy.safetensors'))
     (out / 'summary.json').write_text(json.dumps({'steps': trainer.state.global_step, 'seconds': time.perf_counter() - t0, 'trl_bf16': bf16}))
 
 
@@ -153,6 +156,7 @@ def main():
     ap.add_argument('--report', action='store_true', help='run nothing: analyse the finished runs in out_root among those asked for')
     ap.add_argument('--one', action='store_true', help=argparse.SUPPRESS)  # a single TRL run, in this process
     ap.add_argument('--seed', type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument('--keep_policy', action='store_true', help=argparse.SUPPRESS)  # --one: save the final weights
     ap.add_argument('--out', default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
     from tba_kit.config import Config
@@ -167,7 +171,7 @@ def main():
         return
     cfg = Config.load(ROOT / a.config, [f'--seed={a.seed}', *extra])
     if a.one:
-        trl_run(cfg, Path(a.out), a.trl_bf16, a.trl_eval_minutes or cfg.time_limit / 5); return
+        trl_run(cfg, Path(a.out), a.trl_bf16, a.trl_eval_minutes or cfg.time_limit / 5, a.keep_policy); return
     runs, walls = {s: [] for s in a.systems}, {s: [] for s in a.systems}
     for seed in a.seeds:
         for system in a.systems:

@@ -15,7 +15,8 @@ from tba_kit.config import Config
 from tba_kit.core import Trajectory, collate
 from tba_kit.models import fast_dtype, load_model
 from tba_kit.objectives import VarGrad
-from tba_kit.searchers import _encode, generate_completions
+from tba_kit.searchers import generate_completions
+from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import make_task
 from tba_kit.trainer import Trainer
 
@@ -29,7 +30,7 @@ def main(a):
            'auto': fast_dtype('cpu'), 'k': cfg.k, 'prompts': len(prompts), 'new_tokens': a.new_tokens, 'rows': len(prompts) * cfg.k}
     for dtype, precision in (('float32', 'fp32'), ('bfloat16', 'bf16-mixed')):
         gen_model, tok = load_model(cfg.model, dtype=dtype)
-        pids = _encode(tok, [p.messages for p in prompts])
+        pids = encode_prompts(tok, [p.messages for p in prompts])
         tps, groups = [], None
         for _ in range(a.repeats):
             t = time.perf_counter()

@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import fast_dtype, load_model
-from tba_kit.searchers import _encode, generate_completions
+from tba_kit.searchers import generate_completions
+from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import ArithmeticTask, completion_text, last_number, same_number
 
 CANDIDATES = {  # name -> (reasoning-gym dataset, its arguments, problems in the family, max new tokens)
@@ -39,7 +40,7 @@ CANDIDATES = {  # name -> (reasoning-gym dataset, its arguments, problems in the
 
 def measure(model, tok, task, n_samples, max_new, dtype):
     prompts = task.prompts('test')
-    pids = _encode(tok, [p.messages for p in prompts])
+    pids = encode_prompts(tok, [p.messages for p in prompts])
     gold = [p.fields['answer'] for p in prompts]
     t = time.perf_counter()
     greedy = generate_completions(model, tok, pids, k=1, greedy=True, max_new_tokens=max_new)

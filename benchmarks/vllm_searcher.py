@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import load_model
-from tba_kit.searchers import FileChannel, _encode
+from tba_kit.searchers import FileChannel
+from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import ArithmeticTask
 from tba_kit.vllm_searcher import VLLMSearcher, import_vllm
 
@@ -23,7 +24,7 @@ from tba_kit.vllm_searcher import VLLMSearcher, import_vllm
 async def raw_round(s:VLLMSearcher, prompts, k:int) -> tuple:
     "The engine alone: the searcher's exact requests, results only"
     v, t = import_vllm(), time.perf_counter()
-    pids = _encode(s.tok, [p.messages for p in prompts])
+    pids = encode_prompts(s.tok, [p.messages for p in prompts])
     async def one(p):
         out = None
         async for out in s.engine.generate(v.TokensPrompt(prompt_token_ids=p), s._sampling(k), f"raw-{uuid.uuid4().hex}"): pass

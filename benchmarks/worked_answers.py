@@ -10,7 +10,8 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import fast_dtype, load_model
-from tba_kit.searchers import _encode, generate_completions
+from tba_kit.searchers import generate_completions
+from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import ArithmeticTask, last_number, same_number
 
 VARIANTS = {  # name -> (the reply's start, the steps d)
@@ -28,7 +29,7 @@ def main(a):
     for name, (prefix, steps) in VARIANTS.items():
         task = ArithmeticTask('increments', n_train=100, n_test=a.n, min_value=10, max_value=999, steps=steps, answer_prefix=prefix)
         ps = task.prompts('test')
-        pids, gold = _encode(tok, [p.messages for p in ps]), [p.fields['answer'] for p in ps]
+        pids, gold = encode_prompts(tok, [p.messages for p in ps]), [p.fields['answer'] for p in ps]
         t = time.perf_counter()
         greedy = generate_completions(model, tok, pids, k=1, greedy=True, max_new_tokens=a.max_new_tokens)
         drawn = generate_completions(model, tok, pids, k=a.samples, temperature=1.0, max_new_tokens=a.max_new_tokens)

@@ -12,9 +12,9 @@ from typing import Sequence
 
 from .metrics import embedding_diversity
 from .models import load_model, require, resolve_model
-from .searchers import _encode, generate_completions
+from .searchers import generate_completions
 from .vllm_searcher import cpu_binding, engine_kwargs, import_vllm
-from .tasks import Prompt, PromptTask, completion_text
+from .tasks import Prompt, PromptTask, completion_text, encode_prompts
 
 # %% auto #0
 __all__ = ['garak_data', 'LexiconToxicity', 'ClassifierToxicity', 'Victim', 'RedTeamReward', 'VLLMVictim',
@@ -73,7 +73,7 @@ class Victim:
 
     def answer(self, attacks:Sequence[str]) -> list:
         "n answers (texts) per attack"
-        ids = _encode(self.tok, [[{'role': 'user', 'content': a}] for a in attacks])
+        ids = encode_prompts(self.tok, [[{'role': 'user', 'content': a}] for a in attacks])
         groups = generate_completions(self.model, self.tok, ids, k=self.n, **self.gen)
         return [self.tok.batch_decode([c for c, _ in g], skip_special_tokens=True) for g in groups]
 

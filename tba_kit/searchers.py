@@ -23,7 +23,7 @@ from torch import nn
 from .core import Registry, Trajectory, _device, cache_kw, sequence_logprob_sums
 from .metrics import bootstrap_ci
 from .models import load_model, require
-from .tasks import Prompt, score
+from .tasks import Prompt, encode_prompts, score
 
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
 
@@ -424,13 +424,6 @@ class SearcherBase:
     def load_state_dict(self, state:dict): pass
 
 # %% ../nbs/07_searchers.ipynb #e2aa2ec8
-def _encode(tokenizer, messages:list) -> list:
-    "Token ids of each prompt (`Prompt.messages`): the chat template for chats (one ending in an assistant message is continued), plain encoding for text"
-    def chat(m):
-        cont = m[-1]['role'] == 'assistant'  # an answer prefix: the completion continues it
-        return tokenizer.apply_chat_template(m, add_generation_prompt=not cont, continue_final_message=cont, tokenize=True, return_dict=False)
-    return [tokenizer.encode(m, add_special_tokens=False) if isinstance(m, str) else chat(m) for m in messages]
-
 class _Generator:
     "The model side of a searcher: policy, reference, generation; used in-process and inside worker processes"
     def __init__(self, model, tokenizer, ref='copy', gen:dict|None=None):
@@ -451,7 +444,7 @@ class _Generator:
 
     def run(self, prompts, k, loads):
         load_s = self.apply_pending(loads)
-        pids = _encode(self.tok, prompts)
+        pids = encode_prompts(self.tok, prompts)
         groups = generate_completions(self.model, self.tok, pids, k=k, **self.gen)
         flatp = [p for p, g in zip(pids, groups) for _ in g]
         flatc = [c for g in groups for c, _ in g]
@@ -669,7 +662,7 @@ def evaluate(
     "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [per-problem dict]}"
     prompts = task.prompts(split)[:limit]
     if not prompts: raise ValueError(f"task {task.name!r} has no {split!r} prompts to evaluate on")
-    pids = _encode(tokenizer, [p.messages for p in prompts])
+    pids = encode_prompts(tokenizer, [p.messages for p in prompts])
     graded = callable(getattr(task, 'correct', None))
     was_training = model.training
     model.eval()

@@ -14,9 +14,9 @@ from .core import Registry
 from .models import require
 
 # %% auto #0
-__all__ = ['FAMILIES', 'TASKS', 'Prompt', 'completion_text', 'RewardError', 'score', 'Task', 'PromptTask', 'last_number',
-           'same_number', 'reasoning_gym_splits', 'reasoning_gym_distinct', 'increments', 'ArithmeticTask',
-           'arithmetic_reward', 'make_task']
+__all__ = ['FAMILIES', 'TASKS', 'Prompt', 'completion_text', 'RewardError', 'encode_prompts', 'score', 'Task', 'PromptTask',
+           'last_number', 'same_number', 'reasoning_gym_splits', 'reasoning_gym_distinct', 'increments',
+           'ArithmeticTask', 'arithmetic_reward', 'make_task']
 
 # %% ../nbs/06_tasks.ipynb #42982bd5
 @dataclass(slots=True)
@@ -50,6 +50,14 @@ def completion_text(c) -> str:
 class RewardError(RuntimeError):
     "A reward function raised or returned something unusable; `.tb` holds the formatted traceback"
     def __init__(self, msg:str, tb:str=''): super().__init__(msg); self.tb = tb
+
+# %% ../nbs/06_tasks.ipynb #c0e8614e
+def encode_prompts(tokenizer, messages:list) -> list:
+    "Token ids of each prompt (`Prompt.messages`): the chat template for chats (one ending in an assistant message is continued), plain encoding for text"
+    def chat(m):
+        cont = m[-1]['role'] == 'assistant'  # an answer prefix: the completion continues it
+        return tokenizer.apply_chat_template(m, add_generation_prompt=not cont, continue_final_message=cont, tokenize=True, return_dict=False)
+    return [tokenizer.encode(m, add_special_tokens=False) if isinstance(m, str) else chat(m) for m in messages]
 
 # %% ../nbs/06_tasks.ipynb #1e5d244f
 def _in_thread(fn, kw:dict) -> asyncio.Future:
@@ -290,6 +298,7 @@ def arithmetic_reward(prompts, completions, completion_ids=None, answer=None, **
 TASKS = Registry('task')  # name -> factory(**task_args) -> Task; later notebooks' tasks by import path
 TASKS['arithmetic'] = ArithmeticTask
 TASKS['gsm8k'], TASKS['tldr'], TASKS['redteam'] = 'tba_kit.gsm8k:GSM8KTask', 'tba_kit.tldr:TLDRTask', 'tba_kit.redteam:make_redteam_task'
+TASKS['multiples'] = 'tba_kit.answers:MultiplesTask'  # many right answers a prompt (notebook 06d)
 
 def make_task(name:str, **kw) -> Task:
     "A task from a built-in name or an import path 'module:factory', built with `kw`"

@@ -16,7 +16,7 @@ from .checkpoints import find_checkpoint
 from .models import require
 
 # %% auto #0
-__all__ = ['read_metrics', 'curves', 'health', 'diversity', 'buffer_histograms', 'histograms', 'timeline', 'pareto']
+__all__ = ['read_metrics', 'curves', 'health', 'diversity', 'buffer_histograms', 'histograms', 'timeline', 'pareto', 'answers']
 
 # %% ../nbs/12_viz.ipynb #b74556b0
 def read_metrics(run, file:str='metrics.jsonl') -> list:
@@ -233,3 +233,17 @@ def pareto(runs:dict, last:int=3, kl_key:str='eval/kl', reward_key:str='eval/rew
         fig.add_trace(go.Scatter(x=[kl], y=[rw], mode='markers+text', text=[name], textposition='top center', name=name, marker=dict(size=12, color=_color(j))))
     fig.update_layout(xaxis_title=f"{kl_key} (last {last} evaluations)", yaxis_title=reward_key, height=380, margin=dict(t=30, b=40))
     return fig
+
+# %% ../nbs/12_viz.ipynb #08d2c9ac
+def answers(run, prompts:int=4):
+    "The exact answer distribution of a run's policy (its answers.json, or that dict) beside the target, for the first `prompts` prompts"
+    sub, go = _plotly('subplots'), _plotly('graph_objects')
+    res = run if isinstance(run, dict) else json.loads((Path(run) / 'answers.json').read_text()) if (Path(run) / 'answers.json').exists() else None
+    if res is None: raise FileNotFoundError(f"{run} has no answers.json: benchmarks/diversity.py writes it for the multiples task")
+    rows = res['rows'][:prompts]
+    fig = sub.make_subplots(rows=len(rows), cols=1, subplot_titles=[r['question'] for r in rows])
+    for i, r in enumerate(rows):
+        xs = [str(a) for a in r['answers']] + ['other']
+        for j, (name, ps) in enumerate([('policy', r['policy']), (f"target (beta {res['beta']:g})", r['target'])]):
+            fig.add_trace(go.Bar(x=xs, y=ps, name=name, marker_color=_color(j), showlegend=i == 0), row=i + 1, col=1)
+    return fig.update_layout(barmode='group', height=220 * len(rows), yaxis_title='probability')

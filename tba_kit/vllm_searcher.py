@@ -15,7 +15,8 @@ from fastcore.basics import patch
 import torch
 
 from .models import resolve_model
-from .searchers import Completion, SearcherBase, SearcherError, WeightHandle, _encode, _Pending, _ram_dir, pack_group
+from .searchers import Completion, SearcherBase, SearcherError, WeightHandle, _Pending, _ram_dir, pack_group
+from .tasks import encode_prompts
 
 # %% auto #0
 __all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_kwargs', 'engine_args', 'cpu_binding', 'FileTransport',
@@ -253,7 +254,7 @@ async def _ref_sums(self:VLLMSearcher, prompts:list, completions:list) -> list:
 async def _generate(self:VLLMSearcher, prompts, k):
     if self.engine is None: await self.start()
     await self.wait_synced()  # new requests start on the newest weights; requests already in flight are never held
-    pids = _encode(self.tok, prompts)
+    pids = encode_prompts(self.tok, prompts)
     spare = 1 if self.ref_engine is not None else 0  # the reference pass appends one generated position
     longest, limit = max(map(len, pids)), self.engine_cfg['max_model_len']
     if longest + self.gen['max_new_tokens'] + spare > limit:

@@ -1,0 +1,144 @@
+"""TB's diversity on a real model: TB, VarGrad, tba_kit's GRPO and TRL's GRPOTrainer train on the multiples task
+(configs/multiples.yaml: "Name an even number between 23 and 41.", several right answers a prompt) with the same model,
+settings and minutes of training, one run at a time. Each final policy's distribution over every held-out prompt's
+right answers is then computed exactly (tba_kit.answers: every answer scored, no sampling noise) beside the
+objective's target pi_ref(y) exp(r(y)/beta) under the untrained model:
+
+- accuracy: the policy's probability of a right answer (what sampled accuracy estimates);
+- distinct right answers among 64 samples (expected);
+- entropy of the policy over the right answers, given that it answers right;
+- total-variation distance to the target.
+
+Per system: the median over seeds with a bootstrap interval over seeds and prompts, and each seed's numbers. Goal
+(issue 23): at accuracy within 5 points of GRPO's, TB / VarGrad keep >= 2x GRPO's distinct right answers and land
+within TV <= 0.15 of the target.
+
+    python benchmarks/diversity.py --seeds 0 1 2 [--systems tb vargrad grpo trl] [--name diversity]
+    python benchmarks/diversity.py --seeds 0 1 2 --report     # analyse finished runs only (--resume: run the rest)
+    python benchmarks/diversity.py --smoke                     # CI: the tiny model, tb and grpo, two steps
+
+TRL (pip install trl) runs through benchmarks/peer_trl.py with its own defaults where the job fixes nothing (loss
+'dapo', beta 0). A run's checkpoint is deleted once measured; its metrics, evaluations and answers.json (per prompt:
+the right answers, the policy's and the target's probabilities; `tba_kit.viz.answers` draws it) stay.
+"""
+import argparse, json, shutil, sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import timed_run  # noqa: E402
+from tba_kit.metrics import bootstrap_ci  # noqa: E402
+
+SYSTEMS = {'tb': ['--objective=tb'], 'vargrad': ['--objective=vargrad'], 'grpo': ['--objective=grpo'], 'trl': None}
+MEASURES = ['accuracy', 'distinct_correct_64', 'entropy_correct', 'tv_to_target']
+
+
+def train(system:str, seed:int, out:Path, config:str, extra:list, resume:bool) -> float:
+    "One run in its own process (TRL's through peer_trl.py, which keeps its final policy); wall seconds"
+    if system == 'trl':
+        cmd = [sys.executable, str(ROOT / 'benchmarks' / 'peer_trl.py'), '--one', '--keep_policy', '--config', config, '--seed', str(seed), '--out', str(out), '--', *extra]
+    else:
+        cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--seed={seed}', f'--out_dir={out}', '--no-progress', *SYSTEMS[system], *extra]
+    return timed_run(cmd, out, resume)
+
+
+def measure(run:Path, config:str, seed:int, extra:list) -> dict:
+    "The final policy of `run` against the target, written to run/answers.json (the checkpoint is deleted after)"
+    import torch
+    from safetensors.torch import load_model
+    from tba_kit.answers import answer_distributions
+    from tba_kit.checkpoints import find_checkpoint
+    from tba_kit.config import Config
+    from tba_kit.loop import make_policy
+    from tba_kit.tasks import make_task
+    if (run / 'policy.safetensors').exists(): cfg, weights = Config.load(ROOT / config, [f'--seed={seed}', *extra]), run / 'policy.safetensors'  # TRL
+    else:
+        ck = find_checkpoint(run)
+        cfg, weights = Config.from_dict(json.loads((ck / 'config.json').read_text())), ck / 'policy.safetensors'
+    torch.set_num_threads(cfg.trainer_threads)
+    (policy, tok), (ref, _) = make_policy(cfg), make_policy(cfg)  # ref: the untrained model, the objective's reference
+    load_model(policy, str(weights))
+    task = make_task(cfg.task, **cfg.task_args)
+    rep = answer_distributions(policy, ref, tok, task, task.prompts('test'), beta=cfg.beta, temperature=cfg.temperature)
+    res = {'beta': cfg.beta, 'summary': rep.summary(),
+           'rows': [{'prompt': r.prompt_id, 'question': p.text(), 'answers': r.answers, 'policy': r.policy.tolist(), 'target': r.target.tolist()}
+                    for r, p in zip(rep.rows, task.prompts('test'))]}
+    (run / 'answers.json').write_text(json.dumps(res))
+    shutil.rmtree(run / 'checkpoints', ignore_errors=True); (run / 'policy.safetensors').unlink(missing_ok=True)  # 0.5-1.5 GB each
+    return res
+
+
+def per_prompt(res:dict) -> dict:
+    "Each measure per prompt, from answers.json"
+    from tba_kit.answers import AnswerDistribution
+    import torch
+    rows = [AnswerDistribution(r['prompt'], r['answers'], torch.tensor(r['policy'], dtype=torch.float64), torch.tensor(r['target'], dtype=torch.float64))
+            for r in res['rows']]
+    return {'accuracy': [r.accuracy for r in rows], 'distinct_correct_64': [r.distinct(64) for r in rows],
+            'entropy_correct': [r.entropy for r in rows], 'tv_to_target': [r.tv for r in rows]}
+
+
+def analyse(runs:dict) -> dict:
+    "runs: system -> [(seed, answers.json dict)]: per measure the median over seeds, its interval over seeds and prompts, each seed's mean"
+    out = {}
+    for system, rs in runs.items():
+        cols = [per_prompt(r) for _, r in rs]
+        out[system] = {'seeds': [s for s, _ in rs]} | {
+            m: {'median': float(np.median([np.mean(c[m]) for c in cols])), 'ci': [float(x) for x in bootstrap_ci(np.array([c[m] for c in cols]), stat=np.median)],
+                'per_seed': [round(float(np.mean(c[m])), 4) for c in cols]} for m in MEASURES}
+    if 'grpo' in out:
+        for s in ('tb', 'vargrad'):
+            if s in out: out[s]['distinct_vs_grpo'] = out[s]['distinct_correct_64']['median'] / max(out['grpo']['distinct_correct_64']['median'], 1e-12)
+    return out
+
+
+def report(res:dict):
+    print("\n| system | seeds | accuracy (P right) | distinct right of 64 | entropy over right (nats) | TV to target |")
+    print("|---|---|---|---|---|---|")
+    for s, r in res.items():
+        cell = lambda m, f: f"{r[m]['median']:{f}} [{r[m]['ci'][0]:{f}}, {r[m]['ci'][1]:{f}}]"
+        print(f"| {s} | {len(r['seeds'])} | {cell('accuracy', '.1%')} | {cell('distinct_correct_64', '.2f')} | {cell('entropy_correct', '.2f')} | {cell('tv_to_target', '.3f')} |")
+    for s in ('tb', 'vargrad'):
+        if 'distinct_vs_grpo' in res.get(s, {}): print(f"{s}: {res[s]['distinct_vs_grpo']:.2f}x GRPO's distinct right answers (goal >= 2), "
+                                                       f"accuracy {100 * (res[s]['accuracy']['median'] - res['grpo']['accuracy']['median']):+.1f} points from GRPO's")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--config', default='configs/multiples.yaml')
+    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    ap.add_argument('--systems', nargs='+', default=list(SYSTEMS), choices=list(SYSTEMS))
+    ap.add_argument('--out_root', default=None, help='where the runs go (default: runs/diversity, runs/diversity_smoke)')
+    ap.add_argument('--name', default='diversity')
+    ap.add_argument('--resume', action='store_true', help='keep runs already measured in out_root')
+    ap.add_argument('--report', action='store_true', help='run nothing: analyse the measured runs in out_root')
+    ap.add_argument('--smoke', action='store_true', help='CI: the tiny model, tb and grpo, one seed, two steps, four held-out prompts')
+    a, extra = ap.parse_known_args(argv)
+    if a.smoke:
+        a.seeds, a.systems, a.name = [0], ['tb', 'grpo'], None
+        extra += ['--model=tiny', '--precision=fp32', '--mode=sync', '--searcher_threads=1', '--steps=2', '--time_limit=null', '--eval_every=0',
+                  '--eval_samples=0', '--checkpoint_every=0', '--prefill=8', '--task_args={divisors: [1, 2], n_test: 4}']
+    out_root = ROOT / (a.out_root or ('runs/diversity_smoke' if a.smoke else 'runs/diversity'))
+    runs = {s: [] for s in a.systems}
+    for seed in a.seeds:
+        for system in a.systems:
+            out = out_root / f'{system}_seed{seed}'
+            if (a.resume or a.report) and (out / 'answers.json').exists(): res = json.loads((out / 'answers.json').read_text())
+            elif a.report: continue
+            else:
+                wall = train(system, seed, out, a.config, extra, False)
+                res = measure(out, a.config, seed, extra)
+                print(f"{system} seed {seed} ({wall / 60:.1f} min): " + ', '.join(f"{m} {res['summary'][m]['mean']:.3f}" for m in MEASURES), flush=True)
+            runs[system].append((seed, res))
+    runs = {s: r for s, r in runs.items() if r}
+    if not runs: sys.exit(f"no measured run in {out_root}")
+    res = analyse(runs)
+    report(res)
+    if a.name:
+        (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({'config': a.config, 'overrides': extra, 'results': res}, indent=1))
+    return res
+
+
+if __name__ == '__main__': main(sys.argv[1:])

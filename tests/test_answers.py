@@ -1,0 +1,58 @@
+"The exact answer distribution of notebook 06d is the distribution tba_kit's generation samples from: checked on SmolLM2 by counting."
+import math
+
+import torch
+
+from tba_kit.answers import MultiplesTask, answer_distributions, leading_number, multiples_question
+from tba_kit.models import load_model
+from tba_kit.searchers import generate_completions
+from tba_kit.tasks import Prompt, encode_prompts
+
+
+def test_sampled_answers_follow_the_exact_distribution():
+    torch.manual_seed(0)
+    model, tok = load_model(dtype='float32')
+    task = MultiplesTask(n_test=8, divisors=(1,), seed=0)
+    # 1 to 12: ' 1' is often continued (' 10', ' 11', ' 12'), so the factor 'no digit follows' matters here
+    p = Prompt('1-12', [{'role': 'user', 'content': multiples_question(1, 1, 12)}, {'role': 'assistant', 'content': 'The answer is'}],
+               {'divisor': 1, 'lo': 1, 'hi': 12})
+    exact = answer_distributions(model, model, tok, task, [p], beta=0.05).rows[0]
+    n = 256
+    (samples,) = generate_completions(model, tok, encode_prompts(tok, [p.messages]), k=n, max_new_tokens=5, batch_size=1)
+    got = [leading_number(tok.decode(ids, skip_special_tokens=True)) for ids, _ in samples]
+    counts = torch.tensor([sum(a == g for g in got) for a in exact.answers] + [sum(g not in exact.answers for g in got)], dtype=torch.float64)
+    expected = n * exact.policy  # [A + 1]
+    assert exact.accuracy > 0.05, exact.accuracy  # a prompt whose right answers are sampled at all
+    # Pearson's chi-square over the bins with enough expected counts (the rest pooled into one): a wrong exact
+    # distribution (e.g. without the 'no digit follows' factor, or one token off) fails by far
+    big = expected >= 5
+    obs = torch.cat([counts[big], counts[~big].sum()[None]])
+    exp = torch.cat([expected[big], expected[~big].sum()[None]])
+    keep = exp > 0
+    chi2, dof = float(((obs - exp)[keep] ** 2 / exp[keep]).sum()), int(keep.sum()) - 1
+    assert chi2 < dof + 4 * math.sqrt(2 * dof) + 10, (chi2, dof, counts.tolist(), expected.tolist())
+
+
+def test_diversity_smoke(tmp_path):
+    "benchmarks/diversity.py: two objectives train on the tiny model; each answers.json holds exact distributions whose target is the reference's"
+    import importlib.util, json
+    from pathlib import Path
+    from tba_kit.answers import answer_logprobs, answer_target, digit_tokens
+    from tba_kit.models import tiny_model
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location('diversity', root / 'benchmarks' / 'diversity.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    res = mod.main(['--smoke', '--out_root', str(tmp_path)])
+    assert set(res) == {'tb', 'grpo'} and all(r['seeds'] == [0] for r in res.values())
+    ref, tok = tiny_model(seed=0)
+    task = MultiplesTask(divisors=(1, 2), n_test=4)
+    for system in res:
+        run = tmp_path / f'{system}_seed0'
+        assert not (run / 'checkpoints').exists()  # deleted once measured
+        got = json.loads((run / 'answers.json').read_text())
+        assert [r['prompt'] for r in got['rows']] == [p.id for p in task.prompts('test')]
+        for row, p in zip(got['rows'], task.prompts('test')):
+            assert row['answers'] == task.answers(p)
+            assert abs(sum(row['policy']) - 1) < 1e-9 and abs(sum(row['target']) - 1) < 1e-9
+            lp = answer_logprobs(ref, tok, encode_prompts(tok, [p.messages])[0], row['answers'], digit_tokens(tok))
+            assert torch.allclose(torch.tensor(row['target'], dtype=torch.float64), answer_target(lp, got['beta']), atol=1e-9)  # the untrained model's
