@@ -68,7 +68,7 @@ def analyse(runs:dict, n:int, horizon:int) -> dict:
                     'gap_at_n': float(np.median((st - on).mean(1))), 'gap_at_n_ci': bootstrap_ci(st - on, stat=np.median),
                     'stale_final': float(np.median([evaluations(b)[-1]['accuracy'] for _, b in pairs])),
                     'steps_multiple_per_seed': [None if np.isinf(m) else round(float(m), 3) for m in mult],
-                    'steps_multiple': float(np.median(mult)), 'steps_multiple_ci': [float(np.quantile(boot, .025)), float(np.quantile(boot, .975))],
+                    'steps_multiple': float(np.median(mult)), 'steps_multiple_ci': [float(np.quantile(boot, .025, method='nearest')), float(np.quantile(boot, .975, method='nearest'))],
                     'horizon_multiple': horizon / n}
     return res
 
