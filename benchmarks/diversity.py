@@ -32,7 +32,6 @@ from evidence import timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 SYSTEMS = {'tb': ['--objective=tb'], 'vargrad': ['--objective=vargrad'], 'grpo': ['--objective=grpo'], 'trl': None}
-MEASURES = ['accuracy', 'distinct_correct_64', 'entropy_correct', 'tv_to_target']
 
 
 def train(system:str, seed:int, out:Path, config:str, extra:list, resume:bool) -> float:
@@ -72,12 +71,10 @@ def measure(run:Path, config:str, seed:int, extra:list) -> dict:
 
 def per_prompt(res:dict) -> dict:
     "Each measure per prompt, from answers.json"
-    from tba_kit.answers import AnswerDistribution
     import torch
-    rows = [AnswerDistribution(r['prompt'], r['answers'], torch.tensor(r['policy'], dtype=torch.float64), torch.tensor(r['target'], dtype=torch.float64))
-            for r in res['rows']]
-    return {'accuracy': [r.accuracy for r in rows], 'distinct_correct_64': [r.distinct(64) for r in rows],
-            'entropy_correct': [r.entropy for r in rows], 'tv_to_target': [r.tv for r in rows]}
+    from tba_kit.answers import AnswerDistribution, DiversityReport
+    f64 = lambda x: torch.tensor(x, dtype=torch.float64)
+    return DiversityReport([AnswerDistribution(r['prompt'], r['answers'], f64(r['policy']), f64(r['target'])) for r in res['rows']]).columns()
 
 
 def analyse(runs:dict) -> dict:
@@ -87,7 +84,7 @@ def analyse(runs:dict) -> dict:
         cols = [per_prompt(r) for _, r in rs]
         out[system] = {'seeds': [s for s, _ in rs]} | {
             m: {'median': float(np.median([np.mean(c[m]) for c in cols])), 'ci': [float(x) for x in bootstrap_ci(np.array([c[m] for c in cols]), stat=np.median)],
-                'per_seed': [round(float(np.mean(c[m])), 4) for c in cols]} for m in MEASURES}
+                'per_seed': [round(float(np.mean(c[m])), 4) for c in cols]} for m in cols[0]}
     if 'grpo' in out:
         for s in ('tb', 'vargrad'):
             if s in out: out[s]['distinct_vs_grpo'] = out[s]['distinct_correct_64']['median'] / max(out['grpo']['distinct_correct_64']['median'], 1e-12)
@@ -130,7 +127,7 @@ def main(argv):
             else:
                 wall = train(system, seed, out, a.config, extra, False)
                 res = measure(out, a.config, seed, extra)
-                print(f"{system} seed {seed} ({wall / 60:.1f} min): " + ', '.join(f"{m} {res['summary'][m]['mean']:.3f}" for m in MEASURES), flush=True)
+                print(f"{system} seed {seed} ({wall / 60:.1f} min): " + ', '.join(f"{m} {v['mean']:.3f}" for m, v in res['summary'].items()), flush=True)
             runs[system].append((seed, res))
     runs = {s: r for s, r in runs.items() if r}
     if not runs: sys.exit(f"no measured run in {out_root}")

@@ -163,10 +163,13 @@ class DiversityReport:
     rows: list  # [AnswerDistribution]
     samples: int = 64  # n of 'distinct right answers among n samples'
 
-    def summary(self) -> dict:
-        cols = {'accuracy': [r.accuracy for r in self.rows], f'distinct_correct_{self.samples}': [r.distinct(self.samples) for r in self.rows],
+    def columns(self) -> dict:
+        "Each measure per prompt"
+        return {'accuracy': [r.accuracy for r in self.rows], f'distinct_correct_{self.samples}': [r.distinct(self.samples) for r in self.rows],
                 'entropy_correct': [r.entropy for r in self.rows], 'tv_to_target': [r.tv for r in self.rows]}
-        return {k: {'mean': float(np.mean(v)), 'ci': [float(x) for x in bootstrap_ci(v)]} for k, v in cols.items()}
+
+    def summary(self) -> dict:
+        return {k: {'mean': float(np.mean(v)), 'ci': [float(x) for x in bootstrap_ci(v)]} for k, v in self.columns().items()}
 
     def _repr_markdown_(self):
         rows = [f"| {k} | {v['mean']:.3f} | [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}] |" for k, v in self.summary().items()]

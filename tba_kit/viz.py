@@ -238,12 +238,14 @@ def pareto(runs:dict, last:int=3, kl_key:str='eval/kl', reward_key:str='eval/rew
 def answers(run, prompts:int=4):
     "The exact answer distribution of a run's policy (its answers.json, or that dict) beside the target, for the first `prompts` prompts"
     sub, go = _plotly('subplots'), _plotly('graph_objects')
-    res = run if isinstance(run, dict) else json.loads((Path(run) / 'answers.json').read_text()) if (Path(run) / 'answers.json').exists() else None
-    if res is None: raise FileNotFoundError(f"{run} has no answers.json: benchmarks/diversity.py writes it for the multiples task")
-    rows = res['rows'][:prompts]
+    if not isinstance(run, dict):
+        f = Path(run) / 'answers.json'
+        if not f.exists(): raise FileNotFoundError(f"{run} has no answers.json: benchmarks/diversity.py writes it for the multiples task")
+        run = json.loads(f.read_text())
+    rows = run['rows'][:prompts]
     fig = sub.make_subplots(rows=len(rows), cols=1, subplot_titles=[r['question'] for r in rows])
     for i, r in enumerate(rows):
         xs = [str(a) for a in r['answers']] + ['other']
-        for j, (name, ps) in enumerate([('policy', r['policy']), (f"target (beta {res['beta']:g})", r['target'])]):
+        for j, (name, ps) in enumerate([('policy', r['policy']), (f"target (beta {run['beta']:g})", r['target'])]):
             fig.add_trace(go.Bar(x=xs, y=ps, name=name, marker_color=_color(j), showlegend=i == 0), row=i + 1, col=1)
     return fig.update_layout(barmode='group', height=220 * len(rows), yaxis_title='probability')
