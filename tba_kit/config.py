@@ -13,7 +13,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given']
+__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given', 'build_component']
 
 # %% ../nbs/09_config.ipynb #6a6367b8
 LOGGERS = ('tensorboard', 'wandb')
@@ -30,7 +30,8 @@ class ModelFields:
     task:str = 'arithmetic'  # built-in task name or 'module:factory'
     task_args:dict = field(default_factory=dict)  # keyword arguments of the task
     # objective
-    objective:str = 'vargrad'  # 'vargrad' (TBA), 'tb' (learned log Z), TRL's 'grpo', 'dr_grpo', 'dapo', 'bnpo', 'cispo', 'rloo', 'tba_prime' (TBA'), or 'module:Name' (Name(config) -> Objective)
+    objective:str = 'vargrad'  # 'vargrad' (TBA), 'tb' (learned log Z), TRL's 'grpo', 'dr_grpo', 'dapo', 'bnpo', 'cispo', 'rloo', 'tba_prime' (TBA'), or 'module:Name' (Name(config, **objective_args) -> Objective)
+    objective_args:dict = field(default_factory=dict)  # keyword arguments of the objective, beyond the shared fields (tb: {log_z_init: 17.0})
     beta:float = 0.05  # KL coefficient: target pi_ref * exp(r / beta)
     beta_final:float|None = None  # the objective's KL coefficient (beta; kl_coef for the grpo family) moves linearly to this over beta_steps (None: constant)
     beta_steps:int = 0
@@ -51,7 +52,8 @@ class SearchFields(ModelFields):
     # buffer and sampler
     k:int = 8  # completions per prompt (K); also the group size of a batch
     prompts_per_step:int = 4  # prompt groups in a training batch
-    sampler:str = 'mixed'  # 'mixed' (paper), 'reward', 'recency', 'uniform', or 'module:Name' (Name(config) -> Sampler)
+    sampler:str = 'mixed'  # 'mixed' (paper), 'reward', 'recency', 'uniform', or 'module:Name' (Name(config, **sampler_args) -> Sampler)
+    sampler_args:dict = field(default_factory=dict)  # keyword arguments of the sampler, beyond the shared fields
     p_recent:float = 0.95  # m: probability that a slot is a recent prompt's newest K completions
     inv_temp:float = 0.  # reward-prioritised sampling temperature (0: uniform over completions)
     recent_fill:str = 'older'  # a recency slot with fewer than k new completions: 'older' (top up with older ones) or 'repeat' (the paper's code)
@@ -175,8 +177,8 @@ def validate(self:Config):
     _need(self.ppo_clip_high is None or self.ppo_clip_high > 0, 'ppo_clip_high', f"must be > 0 or null, got {self.ppo_clip_high}")
     from tba_kit.samplers import FILLS, SAMPLERS
     _need(self.recent_fill in FILLS, 'recent_fill', f"must be one of {FILLS}, got {self.recent_fill!r}")
-    if not given(self.objective): self.check_needs(_built('objective', OBJECTIVES, self).needs)
-    if not given(self.sampler): _built('sampler', SAMPLERS, self)
+    if not given(self.objective): self.check_needs(build_component('objective', OBJECTIVES, self).needs)
+    if not given(self.sampler): build_component('sampler', SAMPLERS, self)
     _need(self.beta_final is None or (self.beta_final > 0 and self.beta_steps >= 1), 'beta_final',
          "a decaying beta needs beta_final > 0 and beta_steps >= 1")
     _need(self.beta_cut is None or (self.beta_final is not None and self.beta_cut >= 1), 'beta_cut', f"needs beta_final and must be >= 1, got {self.beta_cut}")
@@ -358,9 +360,10 @@ def _checked(field_:str, make):
     try: return make()
     except Exception as e: raise ValueError(f"config field {field_!r}: {e}") from e
 
-def _built(field_:str, registry, cfg):
-    "The component that `cfg.<field_>` names, built from the config; errors name the field"
-    return _checked(field_, lambda: registry.get(getattr(cfg, field_))(cfg))
+def build_component(field_:str, registry, cfg):
+    "The component that `cfg.<field_>` names, built from the config and `cfg.<field_>_args`; errors name the field at fault"
+    factory, args = _checked(field_, lambda: registry.get(getattr(cfg, field_))), getattr(cfg, f'{field_}_args')
+    return _checked(f'{field_}_args' if args else field_, lambda: factory(cfg, **args))
 
 def _schedule_names() -> list: return [s.value for s in __import__('transformers').SchedulerType]
 

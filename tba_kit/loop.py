@@ -16,7 +16,7 @@ from fastcore.basics import patch
 
 from .buffer import ReplayBuffer
 from .checkpoints import RunLock, find_checkpoint, load_checkpoint, resume_config, save_checkpoint
-from .config import Config, given
+from .config import Config, build_component, given
 from .core import collate, stderr_line
 from .metrics import diversity_metrics
 from .models import load_model, require, tiny_model
@@ -37,14 +37,14 @@ __all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searc
 _log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
 
 def make_objective(cfg:Config):
-    "The objective named by `cfg.objective` (a name in `OBJECTIVES` or 'module:Name')"
+    "The objective named by `cfg.objective` (a name in `OBJECTIVES` or 'module:Name'), with `cfg.objective_args`"
     if given(cfg.objective): raise ValueError(f"objective {cfg.objective} was given to run() as an object: give it again, run(config, objective=...)")
-    return OBJECTIVES.get(cfg.objective)(cfg)
+    return build_component('objective', OBJECTIVES, cfg)
 
 def make_sampler(cfg:Config, sampler=None):
     "The buffer sampler named by `cfg.sampler` (or `sampler` itself), staleness-capped when `cfg.max_staleness` is set"
     if sampler is None and given(cfg.sampler): raise ValueError(f"sampler {cfg.sampler} was given to run() as an object: give it again, run(config, sampler=...)")
-    s = sampler if sampler is not None else SAMPLERS.get(cfg.sampler)(cfg)
+    s = sampler if sampler is not None else build_component('sampler', SAMPLERS, cfg)
     return StalenessCap(s, cfg.max_staleness) if cfg.max_staleness is not None else s
 
 def make_policy(cfg:Config):
@@ -468,7 +468,8 @@ async def evaluate(self:Run, paused:asyncio.Event|None=None, sampled:bool=False)
     t, what = time.perf_counter(), f"evaluating at step {self.trainer.step_count}"
     def progress(done, n, phase):
         if self.interrupted: raise asyncio.CancelledError()  # the run is being interrupted: stop between batches
-        self.status(f"{what}: {done} of {n} held-out problems" + (f" ({self.cfg.eval_samples} sampled answers each)" if phase == 'sampled' else ''))
+        phases = {'greedy': 'held-out problems', 'sampled': f"held-out problems ({self.cfg.eval_samples} sampled answers each)"}
+        self.status(f"{what}: {done} of {n} {phases[phase]}" if phase in phases else f"{what}: {phase} {done} of {n}")  # else the task's phase
     self.status(f"{what}: 0 of {len(self.task.prompts('test')[:self.cfg.eval_limit])} held-out problems", new=True)
     try:
         res = await asyncio.to_thread(evaluate_policy, self.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,

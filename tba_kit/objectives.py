@@ -365,14 +365,14 @@ def forward(self:PPO, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None
     return LossOutput(loss, {'loss/ppo': loss}, metrics)
 
 # %% ../nbs/01_objectives.ipynb #407efc99
-OBJECTIVES = Registry('objective')  # name -> factory(config) -> Objective
-OBJECTIVES.register('vargrad', lambda cfg: VarGrad(cfg.beta, gamma=cfg.gamma))
-OBJECTIVES.register('tb', lambda cfg: TrajectoryBalance(cfg.beta, log_z_lr=cfg.log_z_lr, gamma=cfg.gamma))
+OBJECTIVES = Registry('objective')  # name -> factory(config, **objective_args) -> Objective
+OBJECTIVES.register('vargrad', lambda cfg, **kw: VarGrad(cfg.beta, gamma=cfg.gamma, **kw))
+OBJECTIVES.register('tb', lambda cfg, log_z_init=0., **kw: TrajectoryBalance(cfg.beta, ScalarLogZ(log_z_init), cfg.log_z_lr, cfg.gamma, **kw))
 
 def _ppo(cfg, loss_type:str, **kw) -> PPO:
-    "A GRPO-family loss with the run's settings"
+    "A GRPO-family loss with the run's settings (`kw`: objective_args, or settings that replace the run's)"
     return PPO(loss_type, **dict(clip=cfg.ppo_clip, clip_high=cfg.ppo_clip_high, kl_coef=cfg.kl_coef, kl_in=cfg.kl_in,
                                  max_tokens=cfg.max_new_tokens, is_correction=cfg.is_correction, is_cap=cfg.is_cap) | kw)
 
-for _lt in LOSS_TYPES: OBJECTIVES.register(_lt, lambda cfg, lt=_lt: _ppo(cfg, lt))
-OBJECTIVES.register('tba_prime', lambda cfg: _ppo(cfg, 'dr_grpo', kl_coef=cfg.beta, kl_in='reward'))
+for _lt in LOSS_TYPES: OBJECTIVES.register(_lt, lambda cfg, lt=_lt, **kw: _ppo(cfg, lt, **kw))
+OBJECTIVES.register('tba_prime', lambda cfg, **kw: _ppo(cfg, 'dr_grpo', kl_coef=cfg.beta, kl_in='reward', **kw))

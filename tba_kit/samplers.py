@@ -232,8 +232,8 @@ class StalenessCap(Sampler):
     def __repr__(self): return f"StalenessCap({self.sampler!r}, max_staleness={self.max_staleness})"
 
 # %% ../nbs/03_samplers.ipynb #c5ca7854
-SAMPLERS = Registry('sampler')  # name -> factory(config) -> Sampler
-SAMPLERS.register('mixed', lambda cfg: MixedSampler(cfg.p_recent, cfg.inv_temp, cfg.recent_fill, seed=cfg.seed))
-SAMPLERS.register('reward', lambda cfg: RewardSampler(cfg.inv_temp, seed=cfg.seed))
-SAMPLERS.register('recency', lambda cfg: RecencySampler(cfg.recent_fill, seed=cfg.seed))
-SAMPLERS.register('uniform', lambda cfg: UniformSampler(seed=cfg.seed))
+SAMPLERS = Registry('sampler')  # name -> factory(config, **sampler_args) -> Sampler
+SAMPLERS.register('mixed', lambda cfg, **kw: MixedSampler(cfg.p_recent, cfg.inv_temp, cfg.recent_fill, seed=cfg.seed, **kw))
+SAMPLERS.register('reward', lambda cfg, **kw: RewardSampler(cfg.inv_temp, seed=cfg.seed, **kw))
+SAMPLERS.register('recency', lambda cfg, **kw: RecencySampler(cfg.recent_fill, seed=cfg.seed, **kw))
+SAMPLERS.register('uniform', lambda cfg, **kw: UniformSampler(seed=cfg.seed, **kw))

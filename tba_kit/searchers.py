@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/searchers.html.md"""
 
 # %% ../nbs/07_searchers.ipynb #4c15f59d
 from __future__ import annotations
-import asyncio, copy, importlib, itertools, logging, os, shutil, tempfile, threading, time, traceback, uuid
+import asyncio, copy, importlib, inspect, itertools, logging, os, shutil, tempfile, threading, time, traceback, uuid
 from collections import Counter
 from dataclasses import dataclass, field
 import multiprocessing as mp
@@ -656,7 +656,7 @@ def evaluate(
     ref:nn.Module|None=None,  # reference policy (e.g. the initial / SFT model) for the KL estimate
     kl_samples:int=0,  # completions sampled per prompt to estimate KL(pi || ref) as eval/kl (0: no KL)
     temperature:float=1.,  # sampling temperature of the KL's and sampled accuracy's completions; log-probs are tempered by it
-    progress=None,  # called with (problems done, problems in all, phase) after each generate call; phase 'greedy', then 'sampled'
+    progress=None,  # called with (done, in all, phase) after each generate call: phase 'greedy', then 'sampled', then the task's own
     samples:int=0,  # completions sampled per prompt for eval/sampled_accuracy (graded tasks; 0: none)
 ) -> dict:
     "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [per-problem dict]}"
@@ -676,7 +676,8 @@ def evaluate(
                                      ) if graded and samples else None
     finally: model.train(was_training)
     texts = tokenizer.batch_decode([g[0][0] for g in groups], skip_special_tokens=True)
-    res = {f'eval/{k}': v for k, v in task.evaluate(prompts, texts).items()}
+    scoring = {'progress': progress} if progress and 'progress' in inspect.signature(task.evaluate).parameters else {}  # a task whose scoring takes time (a victim model) reports its phases
+    res = {f'eval/{k}': v for k, v in task.evaluate(prompts, texts, **scoring).items()}
     if kl is not None: res['eval/kl'] = kl
     rows = [{'prompt': p.text(), 'completion': t} for p, t in zip(prompts, texts)]
     if graded: res |= _graded(task, prompts, texts, drawn, tokenizer, rows)

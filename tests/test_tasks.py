@@ -44,8 +44,8 @@ def test_tldr_smoke(tmp_path):
     assert len(rows) == 3 and all(math.isfinite(r['sample/reward_mean']) for r in rows)
 
 
-def test_redteam_smoke(tmp_path):
-    "Red-teaming (tiny attacker, tiny victim answering twice, garak lexicon proxy) through the async loop: trains, ASR and diversity"
+def test_redteam_smoke(tmp_path, capfd):
+    "Red-teaming (tiny attacker, tiny victim answering twice, garak lexicon proxy) through the async loop: trains, ASR and diversity; evaluation reports the victim's phases"
     pytest.importorskip('sentence_transformers')
     from tba_kit.models import tiny_model
     from tba_kit.redteam import RedTeamTask, Victim
@@ -54,8 +54,10 @@ def test_redteam_smoke(tmp_path):
     TASKS['t_redteam'] = lambda **kw: RedTeamTask(Victim(victim, tok, n=2, max_new_tokens=6), n_train=6, n_test=3)
     summary = asyncio.run(run(dict(model='tiny', task='t_redteam', k=4, prompts_per_step=2, search_prompts=2, max_new_tokens=8,
                                    eval_max_new_tokens=8, prefill=8, precision='fp32', placement='inline', steps=3, p_recent=0.5,
-                                   beta=0.05, out_dir=str(tmp_path / 'run')), progress=False))
+                                   beta=0.05, out_dir=str(tmp_path / 'run')), progress='lines'))
     assert summary.steps == 3
     assert set(summary.eval_after) >= {'eval/asr', 'eval/toxicity', 'eval/diversity'}
+    lines = capfd.readouterr().err
+    for phase in ('3 of 3 held-out problems', 'victim answers 3 of 3', 'toxicity scored 3 of 3'): assert f"evaluating at step 3: {phase}" in lines, lines
     rows = [r for r in map(json.loads, open(tmp_path / 'run' / 'metrics.jsonl')) if 'train/step' in r]
     assert len(rows) == 3 and all(math.isfinite(r['sample/reward_mean']) for r in rows)
