@@ -150,11 +150,18 @@ class AnswerDistribution:
     @property
     def entropy(self) -> float:
         "Entropy (nats) of the policy over the right answers, given that it answers right"
-        p = self.policy[:-1] / self.policy[:-1].sum().clamp(min=1e-300)
+        p = _given_right(self.policy)
         return float(-(p * p.clamp(min=1e-300).log()).sum())
 
     @property
     def tv(self) -> float: return float((self.policy - self.target).abs().sum() / 2)
+
+    @property
+    def tv_given_right(self) -> float:
+        "TV between the policy's and the target's distributions over the right answers, each given a right answer"
+        return float((_given_right(self.policy) - _given_right(self.target)).abs().sum() / 2)
+
+def _given_right(p:Tensor) -> Tensor: return p[:-1] / p[:-1].sum().clamp(min=1e-300)  # [A]
 
 # %% ../nbs/06d_answers.ipynb #9c51aa02
 @dataclass
@@ -166,7 +173,8 @@ class DiversityReport:
     def columns(self) -> dict:
         "Each measure per prompt"
         return {'accuracy': [r.accuracy for r in self.rows], f'distinct_correct_{self.samples}': [r.distinct(self.samples) for r in self.rows],
-                'entropy_correct': [r.entropy for r in self.rows], 'tv_to_target': [r.tv for r in self.rows]}
+                'entropy_correct': [r.entropy for r in self.rows], 'tv_to_target': [r.tv for r in self.rows],
+                'tv_given_right': [r.tv_given_right for r in self.rows]}
 
     def summary(self) -> dict:
         return {k: {'mean': float(np.mean(v)), 'ci': [float(x) for x in bootstrap_ci(v)]} for k, v in self.columns().items()}
