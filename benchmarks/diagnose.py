@@ -12,9 +12,9 @@ import torch
 
 from tba_kit.config import Config
 from tba_kit.checkpoints import find_checkpoint
-from tba_kit.loop import make_policy
+from tba_kit.build import make_policy
 from tba_kit.models import require
-from tba_kit.searchers import generate_completions
+from tba_kit.generation import generate_completions
 from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import last_number, make_task
 

@@ -55,7 +55,7 @@ def measure(run:Path, config:str, seed:int, extra:list) -> dict:
     from tba_kit.answers import answer_distributions
     from tba_kit.checkpoints import find_checkpoint
     from tba_kit.config import Config
-    from tba_kit.loop import make_policy
+    from tba_kit.build import make_policy
     from tba_kit.tasks import make_task
     if (run / 'policy.safetensors').exists(): cfg, weights = Config.load(ROOT / config, [f'--seed={seed}', *extra]), run / 'policy.safetensors'  # TRL
     else:

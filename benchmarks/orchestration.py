@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 import tba_kit.loop as L
+from tba_kit.build import WeightSync
 from tba_kit.loop import run
 from tba_kit.searchers import ENGINES, Completion, ProcessSearcher, SearcherBase
 from tba_kit.tasks import PromptTask
@@ -75,7 +76,7 @@ def breakdown(ms:dict):
             try: return f(*a, **k)
             finally: add(t)
         setattr(cls, name, timed_async if asyncio.iscoroutinefunction(f) else timed)
-    for cls, name in ((Trainer, 'step'), (L.Run, 'train_step'), (L.WeightSync, 'snapshot'), (L.WeightSync, 'hand_out'), (L.Run, 'record'),
+    for cls, name in ((Trainer, 'step'), (L.Run, 'train_step'), (WeightSync, 'snapshot'), (WeightSync, 'hand_out'), (L.Run, 'record'),
                       (MixedSampler, 'sample'), (Sample, 'collate')):
         wrap(cls, name)
     def pause(phase, info, t=[0.]):  # a collection holds the interpreter: every thread waits

@@ -41,8 +41,8 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None, keep_p
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
-    from tba_kit.loop import make_policy
-    from tba_kit.searchers import evaluate
+    from tba_kit.build import make_policy
+    from tba_kit.evaluation import evaluate
     from tba_kit.tasks import make_task
     torch.manual_seed(cfg.seed); torch.set_num_threads(os.cpu_count() or 1)
     t0 = time.perf_counter()

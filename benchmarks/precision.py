@@ -15,7 +15,7 @@ from tba_kit.config import Config
 from tba_kit.core import Trajectory, collate
 from tba_kit.models import fast_dtype, load_model
 from tba_kit.objectives import VarGrad
-from tba_kit.searchers import generate_completions
+from tba_kit.generation import generate_completions
 from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import make_task
 from tba_kit.trainer import Trainer

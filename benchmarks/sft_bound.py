@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import load_model
-from tba_kit.searchers import evaluate
+from tba_kit.evaluation import evaluate
 from tba_kit.tasks import ArithmeticTask
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import load_model
-from tba_kit.searchers import FileChannel
+from tba_kit.weights import FileChannel
 from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import ArithmeticTask
 from tba_kit.vllm_searcher import VLLMSearcher, import_vllm

@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import load_model
-from tba_kit.searchers import FileChannel, ProcessSearcher, ShmChannel
+from tba_kit.searchers import ProcessSearcher
+from tba_kit.weights import FileChannel, ShmChannel
 from tba_kit.tasks import PromptTask
 
 

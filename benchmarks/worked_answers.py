@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import fast_dtype, load_model
-from tba_kit.searchers import generate_completions
+from tba_kit.generation import generate_completions
 from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import ArithmeticTask, last_number, same_number
 

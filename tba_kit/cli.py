@@ -80,8 +80,8 @@ def main(argv:list|None=None) -> int:
 def evaluate_target(target:str, limit:int|None=None) -> dict:
     "Held-out metrics (greedy, and sampled with `eval_samples`) of a config's model, or of a run directory's / checkpoint's policy"
     from tba_kit.checkpoints import find_checkpoint
-    from tba_kit.loop import make_policy
-    from tba_kit.searchers import evaluate
+    from tba_kit.build import make_policy
+    from tba_kit.evaluation import evaluate
     from tba_kit.tasks import make_task
     p = Path(target)
     if p.is_dir():

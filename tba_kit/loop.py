@@ -6,8 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/loop.html.md"""
 
 # %% ../nbs/10_loop.ipynb #10e1b7ec
 from __future__ import annotations
-import asyncio, copy, gc, json, logging, math, os, random, shutil, sys, threading, time, uuid
-from dataclasses import dataclass, field
+import asyncio, copy, json, logging, random, shutil, sys, time
 from pathlib import Path
 
 import numpy as np
@@ -16,331 +15,32 @@ from fastcore.basics import patch
 
 from .buffer import ReplayBuffer
 from .checkpoints import RunLock, find_checkpoint, load_checkpoint, resume_config, save_checkpoint
-from .config import Config, build_component, given
-from .core import collate, stderr_line
+from .build import WeightSync, kl_schedule, make_objective, make_policy, make_sampler, make_searcher, make_searchers
+from .config import Config, given
+from .core import collate
 from .metrics import diversity_metrics
-from .models import load_model, require, tiny_model
-from .objectives import OBJECTIVES
-from .samplers import SAMPLERS, StalenessCap
-from .searchers import ENGINES, FileChannel, SearcherError, ShmChannel, _plain, evaluate as evaluate_policy
-from .ray_searcher import RayChannel, has_room, import_ray, ray_searcher
+from .models import require
+from .records import SINKS, RunLog, RunSummary
+from .runtime import ClockBar, PromptStream, RewardGuard, Status, TrainerFirst, check_model_path, check_writable, say
+from .evaluation import evaluate as evaluate_policy
+from .searchers import SearcherError, plain_model
+from .ray_searcher import has_room, import_ray
 from .tasks import RewardError, make_task
-from .trainer import BetaSchedule, Trainer
+from .trainer import Trainer
 from .vllm_searcher import import_vllm
 
+_log = logging.getLogger('tba_kit')  # warnings (a failed measurement); status lines go to stderr
+
+
 # %% auto #0
-__all__ = ['SINKS', 'make_objective', 'make_sampler', 'make_policy', 'make_searchers', 'make_searcher', 'PromptStream',
-           'MetricsLog', 'TensorBoardSink', 'WandbSink', 'RewardGuard', 'Status', 'RunLog', 'WeightSync', 'RunSummary',
-           'kl_schedule', 'Run', 'eval_line', 'TrainerFirst', 'set_aside', 'ClockBar', 'run']
-
-# %% ../nbs/10_loop.ipynb #fa6d42e3
-_log = logging.getLogger('tba_kit')  # warnings (a failed reward batch, a failed measurement); status lines go to stderr
-
-def make_objective(cfg:Config):
-    "The objective named by `cfg.objective` (a name in `OBJECTIVES` or 'module:Name'), with `cfg.objective_args`"
-    if given(cfg.objective): raise ValueError(f"objective {cfg.objective} was given to run() as an object: give it again, run(config, objective=...)")
-    return build_component('objective', OBJECTIVES, cfg)
-
-def make_sampler(cfg:Config, sampler=None):
-    "The buffer sampler named by `cfg.sampler` (or `sampler` itself), staleness-capped when `cfg.max_staleness` is set"
-    if sampler is None and given(cfg.sampler): raise ValueError(f"sampler {cfg.sampler} was given to run() as an object: give it again, run(config, sampler=...)")
-    s = sampler if sampler is not None else build_component('sampler', SAMPLERS, cfg)
-    return StalenessCap(s, cfg.max_staleness) if cfg.max_staleness is not None else s
-
-def make_policy(cfg:Config):
-    "(model, tokenizer) of the trainer, in the dtype its precision needs, on `cfg.device`"
-    if cfg.model == 'tiny':
-        model, tok = tiny_model(seed=cfg.seed)
-        return model.to(cfg.device), tok
-    return load_model(cfg.model, dtype='bfloat16' if cfg.precision == 'bf16' else 'float32', lora=cfg.lora, device=cfg.device)
-
-def make_searchers(cfg:Config, task, policy, tokenizer) -> list:
-    "`cfg.searchers` searchers of `cfg.engine` (see `searchers.ENGINES`), placed as `cfg.placement` says"
-    return [make_searcher(cfg, task, policy, tokenizer, i) for i in range(cfg.searchers)]
-
-def make_searcher(cfg:Config, task, policy, tokenizer, i:int):
-    "Searcher `i`: a Ray actor with placement 'ray' (any engine), else what the engine's factory makes"
-    s = (ray_searcher if cfg.placement == 'ray' else ENGINES.get(cfg.engine))(cfg, task, policy, tokenizer, i)
-    s.reward_timeout = cfg.reward_timeout
-    return s
-
-# %% ../nbs/10_loop.ipynb #14a2be7c
-class PromptStream:
-    "Training prompts in a reshuffled order each epoch; the cursor is checkpointed"
-    def __init__(self, prompts:list, seed:int=0):
-        if not prompts: raise ValueError("the task has no training prompts")
-        self.prompts, self.seed, self.epoch, self.pos = prompts, seed, 0, 0
-        self._order()
-
-    def _order(self): self.order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.prompts))
-
-    def take(self, n:int) -> list:
-        out = []
-        while len(out) < n:
-            if self.pos == len(self.order): self.epoch, self.pos = self.epoch + 1, 0; self._order()
-            out.append(self.prompts[self.order[self.pos]]); self.pos += 1
-        return out
-
-    def state_dict(self): return {'epoch': self.epoch, 'pos': self.pos}
-    def load_state_dict(self, s): self.epoch, self.pos = s['epoch'], s['pos']; self._order()
-
-# %% ../nbs/10_loop.ipynb #496bd2a9
-class MetricsLog:
-    "Append-only JSONL rows of a run, mirrored to `sinks` (tensorboard, wandb: anything with log(row) and close())"
-    def __init__(self, path:Path|None, sinks:list|None=None):
-        self.path, self.rows, self.sinks = path, [], list(sinks or [])
-        if path is not None: path.parent.mkdir(parents=True, exist_ok=True)
-
-    def log(self, row:dict):
-        row = {k: (float(v) if isinstance(v, (np.floating, np.integer)) else v) for k, v in row.items()}
-        self.rows.append(row)
-        if self.path is not None:
-            with open(self.path, 'a') as f: f.write(json.dumps(row) + '\n')
-        for s in self.sinks: s.log(row)
-
-    def close(self):
-        for s in self.sinks: s.close()
-        self.sinks = []
-
-def _rows(path:Path) -> list:
-    "The complete rows of a JSONL file (a line cut short by a crash is left out)"
-    out = []
-    for line in (path.read_text().splitlines() if path.exists() else []):
-        try: out.append(json.loads(line))
-        except json.JSONDecodeError: continue
-    return out
-
-def _scalars(row:dict) -> dict:
-    "The finite numbers of a metric row, without its step"
-    return {k: float(v) for k, v in row.items()
-            if k != 'step' and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
-
-# %% ../nbs/10_loop.ipynb #c35c6d93
-class TensorBoardSink:
-    "Metric rows as tensorboard scalars in `out_dir/tensorboard`, at the row's trainer step"
-    needs = ('torch.utils.tensorboard', 'pip install tensorboard')
-    def __init__(self, out_dir:Path, cfg:Config):
-        self.writer = require(*self.needs).SummaryWriter(str(Path(out_dir) / 'tensorboard'))
-
-    def log(self, row:dict):
-        for k, v in _scalars(row).items(): self.writer.add_scalar(k, v, row['step'])
-        self.writer.flush()  # a live run shows in tensorboard at once
-
-    def close(self): self.writer.close()
-
-class WandbSink:
-    "Metric rows logged to a wandb run in `cfg.wandb_project` (id kept in `out_dir/wandb_id`: a resumed run continues it)"
-    needs = ('wandb', 'pip install wandb')
-    def __init__(self, out_dir:Path, cfg:Config):
-        wandb, idf = require(*self.needs), Path(out_dir) / 'wandb_id'
-        run_id = idf.read_text().strip() if idf.exists() else uuid.uuid4().hex[:12]
-        idf.write_text(run_id)
-        self.run = wandb.init(project=cfg.wandb_project, name=Path(out_dir).name, id=run_id, resume='allow', dir=str(out_dir),
-                              config=cfg.to_dict())
-
-    def log(self, row:dict): self.run.log(_scalars(row), step=int(row['step']))
-
-    def close(self): self.run.finish()
-
-SINKS = {'tensorboard': TensorBoardSink, 'wandb': WandbSink}  # the config's `log_with` names
-
-# %% ../nbs/10_loop.ipynb #314d81ef
-class RewardGuard:
-    "Counts failed reward batches; raises once most of them fail"
-    def __init__(self, min_batches:int=4):
-        self.ok = self.failed = self.unscored = self.ungrouped = 0; self.first = None; self.min_batches = min_batches  # unscored, ungrouped: in a row
-
-    def success(self): self.ok += 1
-
-    def scored(self, n:int, of:int):
-        "Count a search with `n` of its `of` completions scored: all None is said at once, and stops the run after `min_batches` in a row"
-        if n or not of: self.unscored = 0; return
-        self.unscored += 1
-        if self.unscored == 1: _log.warning(f"the reward function returned None for all {of} completions of a search: there is nothing to train on")
-        if self.unscored >= self.min_batches:
-            raise RewardError(f"the reward function returned None for every completion of the last {self.unscored} searches ({of} each); "
-                              "stopping. None skips a completion: return a float for those it can score")
-
-    def grouped(self, n:int, need:int):
-        "Count a sync round that left `n` groups of at least `need` scored completions: none stops the run after `min_batches` in a row"
-        self.ungrouped = 0 if n else self.ungrouped + 1
-        if self.ungrouped >= self.min_batches:
-            raise RewardError(f"the last {self.ungrouped} rounds left no prompt with the {need} scored completions the objective needs in a group "
-                              "(the reward function returned None for the others); stopping. Return a float for more of each prompt's completions")
-
-    def failure(self, e:RewardError):
-        self.failed += 1
-        if self.first is None:
-            self.first = e
-            _log.warning(f"a reward batch failed and was skipped (counted in reward/failed_batches): {e}\n{e.tb}")
-        n = self.ok + self.failed
-        if n >= self.min_batches and self.failed > n / 2:
-            raise RewardError(f"{self.failed} of {n} reward batches failed; stopping. First failure: {self.first}", self.first.tb)
-
-# %% ../nbs/10_loop.ipynb #2e96afe4
-class Status:
-    "What a run is doing outside its training steps, shown when it changes and every `every` seconds while it lasts"
-    def __init__(self, show=None, every:float=5.):  # show(line) displays a line (default: standard error)
-        self.show, self.every = show or _stderr, every
-        self.text, self.t0, self.shown = None, 0., 0.
-        self._stop, self._thread, self._lock = threading.Event(), None, threading.Lock()
-
-    def __call__(self, text:str, new:bool=False):
-        "Report `text`; `new` starts a new phase (its clock restarts)"
-        now = time.monotonic()
-        with self._lock:
-            if new or self.text is None: self.t0 = now
-            self.text = text
-            if self._thread is None:  # repeats the line while the phase lasts; ends between phases
-                self._thread = threading.Thread(target=self._beat, name='tba_kit-status', daemon=True); self._thread.start()
-        self._emit(now)
-
-    def _emit(self, now:float):
-        self.shown, text = now, self.text
-        if text is not None: self.show(f"{text} [{now - self.t0:.0f} s]")
-
-    def _beat(self):
-        while not self._stop.wait(min(1., self.every / 2)):
-            with self._lock:
-                if self.text is None: self._thread = None; return
-            if time.monotonic() - self.shown >= self.every: self._emit(time.monotonic())
-
-    def done(self): self.text = None  # between phases: nothing to repeat
-    def close(self): self.done(); self._stop.set()
-
-def _stderr(line:str): stderr_line(f"tba_kit: {line}")
-
-def _check_model_path(model:str):
-    "Refuse a model given as a local path that does not exist, before anything loads (hub names are the loader's to check)"
-    p = Path(model).expanduser()
-    if (model.startswith(('/', '.', '~')) or (len(p.parts) > 1 and Path(p.parts[0]).is_dir())) and not p.exists():
-        raise ValueError(f"config field 'model': {model!r} does not exist; give an existing model folder, a hub name, or 'tiny'")
-
-def _check_writable(out:Path):
-    "Refuse an out_dir that cannot be written (checked on its nearest existing folder), before any model loads"
-    p = out.resolve()
-    while not p.exists(): p = p.parent
-    if not (p.is_dir() and os.access(p, os.W_OK | os.X_OK)):
-        raise ValueError(f"config field 'out_dir': {str(out)!r} cannot be written ({str(p)!r} is not a writable folder); choose another out_dir")
-
-# %% ../nbs/10_loop.ipynb #6301f14a
-class RunLog:
-    "A run's records: metric rows (mirrored to sinks) and timeline spans as JSONL, and its clocks"
-    def __init__(self, out:Path):
-        self.metrics, self.timeline = MetricsLog(out / 'metrics.jsonl'), MetricsLog(out / 'timeline.jsonl')
-        self.t_start, self.eval_seconds = time.perf_counter(), 0.
-
-    @property
-    def rows(self) -> list: return self.metrics.rows
-
-    def start(self, resumed:bool=False, sinks:list|None=None):
-        "Start the clocks (after a resume: from the last logged row) and the sinks"
-        self.t_start, self.eval_seconds = time.perf_counter(), 0.
-        last = (_rows(self.metrics.path) or [None])[-1] if resumed else None
-        if last: self.t_start -= last['time/seconds']; self.eval_seconds = last['time/seconds'] - last['time/train_seconds']
-        self.metrics.sinks = list(sinks or [])
-
-    def drop_after(self, step:int) -> int:
-        "Forget the rows of steps after `step` (done after the checkpoint a resume starts from: they are done again); returns how many"
-        rows = _rows(self.metrics.path)
-        keep = [r for r in rows if r.get('step', 0) <= step]
-        if len(keep) == len(rows): return 0
-        t = keep[-1]['time/seconds'] if keep else 0.
-        spans = [s for s in _rows(self.timeline.path) if (s['step'] <= step if 'step' in s else s['start'] <= t)]  # a search: by its start
-        for log, kept in ((self.metrics, keep), (self.timeline, spans)):
-            tmp = log.path.with_suffix('.tmp')
-            tmp.write_text(''.join(json.dumps(r) + '\n' for r in kept)); os.replace(tmp, log.path)
-        return len(rows) - len(keep)
-
-    def elapsed(self) -> float: return time.perf_counter() - self.t_start
-    def training_seconds(self) -> float: return self.elapsed() - self.eval_seconds
-
-    def row(self, step:int, metrics:dict) -> dict:
-        "Log the metrics of `step` with the clocks; returns the row"
-        wall = self.elapsed()
-        row = {'step': step, 'time/seconds': wall, 'time/train_seconds': wall - self.eval_seconds, **metrics}
-        self.metrics.log(row)
-        return row
-
-    def span(self, who:str, kind:str, t0:float, **kw):
-        "Add `who` spending [t0, now] on `kind` to the timeline (seconds since the run started)"
-        self.timeline.log({'who': who, 'kind': kind, 'start': t0 - self.t_start, 'end': time.perf_counter() - self.t_start, **kw})
-
-    def close(self): self.metrics.close()
-
-class WeightSync:
-    "Publishes the trainer's weights to every searcher through a weight channel"
-    def __init__(self, searchers:list, cfg:Config):
-        self.searchers, self.newest = searchers, {}  # role -> (handle, reset_ref) of the newest snapshot: what a searcher joining gets
-        self.channel = RayChannel(cfg.ray_address) if cfg.placement == 'ray' else FileChannel() if cfg.engine == 'vllm' else ShmChannel()  # vLLM reloads safetensors
-        self.dtype = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
-
-    def snapshot(self, model, version:int, role:str='policy'):
-        "Write `model`'s weights into the channel as `version` (blocking: call it from a worker thread); returns the handle"
-        return self.channel.publish(model, version, role, self.dtype)
-
-    async def hand_out(self, handle, reset_ref:bool=False):
-        "Give a snapshot to every searcher (installed before its next search)"
-        self.newest[handle.role] = (handle, reset_ref)
-        for s in self.searchers: await s.load_weights(handle, reset_ref)
-
-    async def join(self, searcher):
-        "Add a searcher mid-run: it installs the newest reference (after a reset) and policy before its first search"
-        for role in ('reference', 'policy'):
-            if role in self.newest: await searcher.load_weights(*self.newest[role])
-        self.searchers.append(searcher)
-
-    def close(self): self.channel.close()
-
-# %% ../nbs/10_loop.ipynb #bc83134d
-@dataclass
-class RunSummary:
-    "What a run did: evaluation before and after, steps, wall clock, where its files are"
-    out_dir:str
-    steps:int
-    seconds:float
-    eval_before:dict = field(default_factory=dict)
-    eval_after:dict = field(default_factory=dict)
-    final:dict = field(default_factory=dict)  # means of key metrics over the last 10 steps
-    checkpoint:str|None = None
-
-    def _repr_markdown_(self):
-        acc = lambda d: f"{d['eval/accuracy']:.1%}" if 'eval/accuracy' in d else '–'
-        rows = [('steps', self.steps), ('wall clock', f"{self.seconds:.0f} s"), ('held-out accuracy', f"{acc(self.eval_before)} → {acc(self.eval_after)}")]
-        rows += [(k, f"{v:.4g}") for k, v in self.final.items()]
-        rows += [('output', f"`{self.out_dir}`")]
-        return "**Run summary**\n\n| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
-
-    def lines(self) -> list:
-        "What the run did, for a terminal: steps and minutes, each held-out metric before -> after (with its 95% interval), its files"
-        def fmt(d, k):
-            if k + '_lo' not in d: return f"{d[k]:.4g}"
-            return f"{d[k]:.1%} [{d[k + '_lo']:.1%}, {d[k + '_hi']:.1%}]"
-        keys = [k for k in self.eval_after if not k.endswith(('_lo', '_hi', '/seconds')) and isinstance(self.eval_after[k], (int, float))]
-        out = [f"done: {self.steps} steps in {self.seconds / 60:.1f} min"]
-        out += [f"held-out {k.removeprefix('eval/')}: " + (f"{fmt(self.eval_before, k)} -> " if k in self.eval_before else '') + fmt(self.eval_after, k) for k in keys]
-        files = [f for f in ('summary.json', 'metrics.jsonl', 'evals/', 'checkpoints/') if (Path(self.out_dir) / f).exists()]
-        return out + [f"in {self.out_dir}" + (f": {', '.join(files)}" if files else '') + f" (figures: tba_kit.viz.curves({self.out_dir!r}))"]
-
-# %% ../nbs/10_loop.ipynb #0f08f76e
-def kl_schedule(objective, cfg:Config) -> BetaSchedule|None:
-    "The schedule of the KL coefficient the objective names (`needs.kl_name`): `beta` from the config's, another (the grpo family's kl_coef) from the objective's value; to `beta_final` (None: constant)"
-    kl = objective.needs.kl_name
-    start = cfg.beta if kl == 'beta' else getattr(objective, kl) if kl else None  # the trainer moves the attribute: beta restarts from the config
-    if cfg.beta_final is None: return BetaSchedule(start) if kl == 'beta' else None
-    name = type(objective).__name__ if given(cfg.objective) else repr(cfg.objective)
-    if not kl: raise ValueError(f"config field 'beta_final': objective {name} has no KL coefficient to schedule (its needs.kl_name is None): remove beta_final")
-    if not start > 0:
-        raise ValueError(f"config field 'beta_final': it moves objective {name}'s KL coefficient {kl} from its value, {start}, to beta_final, "
-                         f"and at 0 the objective has no KL term: set {kl} > 0, or remove beta_final")
-    return BetaSchedule(start, cfg.beta_final, cfg.beta_steps, cfg.beta_cut)
+__all__ = ['Run', 'eval_line', 'set_aside', 'run']
 
 # %% ../nbs/10_loop.ipynb #283e390c
 class Run:
     "The parts of a run and the two schedules that drive them"
     def __init__(self, cfg:Config, progress=True, task=None, objective=None, sampler=None):  # components given as objects replace those the config names
         cfg, why = cfg.resolve_precision()  # 'auto' -> what is fast on this machine
-        if why: _stderr(f"precision: {why}")
+        if why: say(f"precision: {why}")
         self.cfg, self.progress = cfg, progress
         self.status = Status(None if progress else lambda line: None)  # progress=False: quiet; 'lines': phases, no bar
         if cfg.engine == 'vllm': import_vllm()  # says what to install before any model loads
@@ -360,13 +60,13 @@ class Run:
         if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
             raise ValueError(f"config field 'prefill': {cfg.prefill} completions cannot fit in a buffer of buffer_capacity x training prompts = "
                              f"{cfg.buffer_capacity} x {n}: lower prefill or raise buffer_capacity")
-        _check_writable(Path(cfg.out_dir)); _check_model_path(cfg.model)
+        check_writable(Path(cfg.out_dir)); check_model_path(cfg.model)
         self.status(f"loading the policy {cfg.model!r}", new=True)
         self.model, self.tok = make_policy(cfg)
         self.status.done()
         self.eval_ref = None
         if cfg.eval_kl_samples:  # eval/kl's reference: a frozen copy of the initial policy
-            ref = _plain(self.model)
+            ref = plain_model(self.model)
             self.eval_ref = (copy.deepcopy(ref) if ref is self.model else ref).eval().requires_grad_(False)
         self.trainer = Trainer(self.model, objective, lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
                                micro_batch_rows=cfg.micro_batch_rows, precision=cfg.precision, lr_schedule=cfg.lr_schedule,
@@ -614,10 +314,10 @@ async def grow(self:Run, tasks:list, data, paused, poll:float=2.):
         if not has_room(cfg.searcher_cpus, cfg.searcher_gpus, cfg.searcher_resources): continue
         s = make_searcher(cfg, self.task, self.model, self.tok, len(self.searchers))
         try: await s.start()
-        except SearcherError as e: _stderr(f"a new searcher did not start ({e}); trying again later"); continue
+        except SearcherError as e: say(f"a new searcher did not start ({e}); trying again later"); continue
         await self.weights.join(s)
         tasks.append(asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}"))
-        _stderr(f"searcher {s.name} joined on {s.where['host']} (node {s.where['node'][:8]}): {len(self.searchers)} searchers")
+        say(f"searcher {s.name} joined on {s.where['host']} (node {s.where['node'][:8]}): {len(self.searchers)} searchers")
     await asyncio.Event().wait()  # done growing: stays pending, so that waiting for data never wakes for it
 
 @patch
@@ -655,27 +355,6 @@ async def train_sync(self:Run, bar):
                  'train/generate_seconds': gen_s}
         await self.train_step(collate(groups, self.tok.pad_token_id), stats, 0., bar)
 
-# %% ../nbs/10_loop.ipynb #ac9d7556
-class TrainerFirst:
-    "The interpreter's settings while a run trains: a short switch interval, and a garbage collector that skips what survived a step"
-    def __init__(self): self.own = False
-
-    def __enter__(self):
-        self.switch, self.own = sys.getswitchinterval(), gc.get_freeze_count() == 0  # frozen already: the program manages it
-        sys.setswitchinterval(min(self.switch, 5e-4))
-        return self
-
-    def step_done(self):
-        if self.own: gc.freeze()  # what lives now leaves the collector's scans
-
-    def collect(self):
-        "Reclaim cycles that died after they were frozen (at a checkpoint: the trainer waits anyway)"
-        if self.own: gc.unfreeze(); gc.collect()
-
-    def __exit__(self, *exc):
-        sys.setswitchinterval(self.switch)
-        if self.own: gc.unfreeze(); self.own = False
-
 # %% ../nbs/10_loop.ipynb #08605426
 @patch
 def checkpoint(self:Run) -> Path:
@@ -698,8 +377,8 @@ def save_on_exit(self:Run):
     "A checkpoint of the last finished step when the run ends early, so that `--resume` continues it (never masks the error)"
     what = 'interrupted' if self.interrupted else 'stopped by an error'
     try: p = self.checkpoint()
-    except Exception as e: _stderr(f"{what} at step {self.trainer.step_count}; writing its checkpoint failed too ({type(e).__name__}: {e})"); return
-    _stderr(f"{what} at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
+    except Exception as e: say(f"{what} at step {self.trainer.step_count}; writing its checkpoint failed too ({type(e).__name__}: {e})"); return
+    say(f"{what} at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
             f"continue with `tba train --resume {self.out}`")
 
 @patch
@@ -713,7 +392,7 @@ async def _locked(self:Run, resume) -> RunSummary:
         if list((self.out / 'checkpoints').glob('step_*')):
             raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
                                   "or choose another out_dir (--out_dir=...); nothing was overwritten")
-        _stderr(f"{self.out} holds a run that stopped before its first checkpoint: its files were moved to {set_aside(self.out)}; starting afresh")
+        say(f"{self.out} holds a run that stopped before its first checkpoint: its files were moved to {set_aside(self.out)}; starting afresh")
     self.searchers = make_searchers(cfg, self.task, self.model, self.tok)  # before a resume: references start as the initial policy
     if resume is not None:
         ck = find_checkpoint(resume)
@@ -721,8 +400,8 @@ async def _locked(self:Run, resume) -> RunSummary:
         self.guard.ok, self.guard.failed = extra.get('guard', (0, 0))
         for s, state in zip(self.searchers, extra.get('searchers', [])): s.load_state_dict(state)
         self.trainer.set_lr(cfg.lr)  # an lr given on resume takes effect (the optimizer state holds the old one)
-        _stderr(f"resumed from {ck} at step {self.trainer.step_count}")
-        if n := self.log.drop_after(self.trainer.step_count): _stderr(f"{n} metric rows of steps after that checkpoint removed (they are trained again)")
+        say(f"resumed from {ck} at step {self.trainer.step_count}")
+        if n := self.log.drop_after(self.trainer.step_count): say(f"{n} metric rows of steps after that checkpoint removed (they are trained again)")
     (self.out / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))  # after a successful restore: a failed one changes nothing
     self.log.start(resumed=resume is not None, sinks=[SINKS[name](self.out, cfg) for name in cfg.log_with])
     try:
@@ -731,22 +410,6 @@ async def _locked(self:Run, resume) -> RunSummary:
         self.status.close()
         self.log.close()
         if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
-
-# %% ../nbs/10_loop.ipynb #clockbar0
-class ClockBar:
-    "The terminal's bar of a time-limited run: seconds of `time_limit` spent training (or the share of `steps` done, when ahead), the step beside the metrics"
-    def __init__(self, run:Run, tqdm):
-        self.run, total = run, 60 * run.cfg.time_limit
-        self.bar = tqdm(total=total, initial=min(total, run.log.training_seconds()), desc=f"{run.cfg.mode} {run.cfg.objective}", dynamic_ncols=True,
-                        bar_format='{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s of training [{elapsed}<{remaining}{postfix}]')
-        self.update(0)
-
-    def update(self, n:int=1):  # n: steps done since the last call (the bar follows the clock)
-        r, total = self.run, self.bar.total
-        self.bar.update(min(total, total * max(r.log.training_seconds() / total, r.trainer.step_count / r.cfg.steps)) - self.bar.n)
-
-    def set_postfix(self, post:dict): self.bar.set_postfix({'step': self.run.trainer.step_count, **post})
-    def close(self): self.bar.close()
 
 # %% ../nbs/10_loop.ipynb #d7d92f8a
 @patch

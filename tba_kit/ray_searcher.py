@@ -13,8 +13,8 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .searchers import (ProcessSearcher, SearcherError, SearcherLost, WeightChannel, WeightHandle, _flat_source, _view,
-                               fill_flat, flat_layout, unpack_group, worker_generator, worker_kwargs)
+from .searchers import ProcessSearcher, SearcherError, SearcherLost, unpack_group, worker_generator, worker_kwargs
+from .weights import WeightChannel, WeightHandle, flat_source, buffer_view, fill_flat, flat_layout
 from .tasks import RewardError, make_task, score
 
 # %% auto #0
@@ -51,7 +51,7 @@ class RayHandle(WeightHandle):
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', UserWarning)  # the store's buffers are read-only; install_state copies out of them
             buf = torch.from_numpy(arr)
-        return {n: _view(buf, getattr(torch, dt), shape, o) for n, dt, shape, o in self.layout}
+        return {n: buffer_view(buf, getattr(torch, dt), shape, o) for n, dt, shape, o in self.layout}
 
     def __reduce__(self):
         cls = importlib.import_module('tba_kit.ray_searcher').RayHandle
@@ -64,7 +64,7 @@ class RayChannel(WeightChannel):
         self.ray, self._serial, self._buf, self._packing = connect(address), itertools.count(1), np.empty(0, np.uint8), threading.Lock()
 
     def _write(self, model, version, role, dtype):
-        state = _flat_source(model)
+        state = flat_source(model)
         layout, nbytes = flat_layout(state, dtype)
         with self._packing:  # one packing buffer, reused (`ray.put` copies it into the store): no fresh pages to fault in per sync
             if self._buf.nbytes != nbytes: self._buf = np.empty(nbytes, np.uint8)

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from .metrics import embedding_diversity
 from .models import load_model, require, resolve_model
-from .searchers import generate_completions
+from .generation import generate_completions
 from .vllm_searcher import cpu_binding, engine_kwargs, import_vllm
 from .tasks import Prompt, PromptTask, completion_text, encode_prompts
 

@@ -6,11 +6,9 @@ Docs: https://tba-kit.github.io/tba_kit/searchers.html.md"""
 
 # %% ../nbs/07_searchers.ipynb #4c15f59d
 from __future__ import annotations
-import asyncio, copy, importlib, inspect, itertools, logging, os, shutil, tempfile, threading, time, traceback, uuid
-from collections import Counter
-from dataclasses import dataclass, field
+import asyncio, copy, importlib, logging, os, time, traceback
+from dataclasses import dataclass
 import multiprocessing as mp
-from pathlib import Path
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -20,19 +18,18 @@ from fastcore.basics import patch
 import torch
 from torch import nn
 
-from .core import Registry, Trajectory, _device, cache_kw, sequence_logprob_sums
-from .metrics import bootstrap_ci
-from .models import load_model, require
+from .core import Registry, Trajectory, sequence_logprob_sums
+from .generation import generate_completions
+from .models import load_model
 from .tasks import Prompt, encode_prompts, score
+from .weights import WeightHandle, install_state
 
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
 
 # %% auto #0
-__all__ = ['ENGINES', 'Searcher', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state',
-           'ShmHandle', 'flat_layout', 'fill_flat', 'ShmChannel', 'generate_completions', 'Completion', 'Rollouts',
-           'pack_group', 'unpack_group', 'SearchResult', 'SearcherBase', 'HFSearcher', 'worker_generator',
-           'SearcherError', 'SearcherLost', 'ProcessSearcher', 'evaluate', 'kl_to_reference', 'hf_searcher',
-           'worker_kwargs']
+__all__ = ['ENGINES', 'Searcher', 'PendingWeights', 'Completion', 'Rollouts', 'pack_group', 'unpack_group', 'SearchResult',
+           'SearcherBase', 'HFSearcher', 'worker_generator', 'SearcherError', 'SearcherLost', 'ProcessSearcher',
+           'plain_model', 'hf_searcher', 'worker_kwargs']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -45,275 +42,8 @@ class Searcher(Protocol):
     async def load_weights(self, handle:WeightHandle, reset_ref:bool=False) -> None: ...
     async def aclose(self) -> None: ...
 
-# %% ../nbs/07_searchers.ipynb #01a698a5
-def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
-    "Parameters to publish: tied weights once; a peft model's adapters merged under the base model's names"
-    if hasattr(model, 'merge_adapter') and hasattr(model, 'get_base_model'):  # peft
-        model.merge_adapter()
-        try:
-            out = {}
-            for n, p in model.get_base_model().named_parameters():
-                if 'lora_' in n: continue
-                out[n.replace('.base_layer', '')] = p.detach().to('cpu', dtype or p.dtype, copy=True).contiguous()
-            return out
-        finally: model.unmerge_adapter()
-    return {n: p.detach().to('cpu', dtype or p.dtype).contiguous() for n, p in model.named_parameters()}  # files are written from the CPU
-
-def install_state(model:nn.Module, state:dict, bind:bool=False):
-    "Copy published tensors into `model`'s parameters (every one must be present); `bind`: use them as the parameters, no copy, where dtype, device and shape agree"
-    params = dict(model.named_parameters())
-    missing = sorted(set(params) - set(state))
-    if missing: raise KeyError(f"published weights lack {len(missing)} parameters (e.g. {missing[:3]}): trainer and searcher models differ")
-    with torch.no_grad():
-        for n, p in params.items():
-            t = state[n]
-            if bind and (t.dtype, t.device, t.shape) == (p.dtype, p.device, p.shape): p.data = t
-            else: p.copy_(t)
-
-# %% ../nbs/07_searchers.ipynb #a042d3b9
-@dataclass(frozen=True)
-class WeightHandle:
-    "One published snapshot of weights, unique per `publish`: what the loop hands to searchers"
-    path:str  # the snapshot's safetensors file
-    version:int  # the trainer's version it holds
-    role:str = 'policy'  # 'policy', or 'reference' (the reference of TBA' after a resume)
-    channel:object = field(default=None, compare=False, repr=False)  # the channel that published it (trainer's process only)
-
-    zero_copy = False  # whether a searcher may use the received tensors as its weights (no copy)
-
-    def receive(self) -> dict:
-        "The snapshot's tensors: the searcher's side, in any process"
-        return read_state(self.path)
-
-    def hold(self):  # a searcher needs the snapshot until it is installed
-        if self.channel is not None: self.channel.hold(self)
-    def release(self):
-        if self.channel is not None: self.channel.release(self)
-    def __reduce__(self):  # to a worker process: the snapshot without its channel, as the library's class (also when defined in a notebook)
-        return importlib.import_module('tba_kit.searchers').WeightHandle, (self.path, self.version, self.role)
-
-class WeightChannel:
-    "Publishes snapshots of the trainer's weights; deletes one once no searcher holds it and its role has a newer one"
-    def __init__(self): self._holds, self._newest, self._lock = Counter(), {}, threading.Lock()
-
-    def publish(self, model:nn.Module, version:int, role:str='policy', dtype:torch.dtype|None=torch.bfloat16) -> WeightHandle:
-        "Snapshot `model`'s weights (in `dtype`) as `version`; returns its handle"
-        with self._lock: old = self._newest.pop(role, None)
-        if old is not None: self._collect(old)  # superseded: free now unless a searcher holds it (its buffer can take the new one)
-        h = self._write(model, version, role, dtype)
-        with self._lock: self._newest[role] = h
-        return h
-
-    def hold(self, h:WeightHandle):
-        with self._lock: self._holds[h] += 1
-    def release(self, h:WeightHandle):
-        with self._lock: self._holds[h] -= 1
-        self._collect(h)
-
-    def _collect(self, h):
-        with self._lock:
-            if self._holds[h] > 0 or self._newest.get(h.role) == h: return
-            del self._holds[h]
-        self._drop(h)
-
-    def _write(self, model, version, role, dtype) -> WeightHandle: raise NotImplementedError
-    def _drop(self, h:WeightHandle): raise NotImplementedError
-    def close(self): pass
-
-# %% ../nbs/07_searchers.ipynb #61dfb136
-class FileChannel(WeightChannel):
-    "Snapshots as safetensors files on /dev/shm (or in a temporary folder), written atomically"
-    def __init__(self, root:str|None=None):  # folder to write in (default: a new folder on /dev/shm when available)
-        super().__init__()
-        self.dir = _ram_dir(root)
-
-    def _write(self, model, version, role, dtype):
-        st = require('safetensors.torch', 'pip install safetensors')
-        name = f"{role}-v{version}-{uuid.uuid4().hex[:8]}"
-        path, tmp = self.dir / f"{name}.safetensors", self.dir / f".{name}.tmp"
-        st.save_file(policy_state(model, dtype), str(tmp))
-        os.replace(tmp, path)
-        return WeightHandle(str(path), version, role, self)
-
-    def _drop(self, h): Path(h.path).unlink(missing_ok=True)
-    def files(self) -> list: return sorted(p.name for p in self.dir.glob('*.safetensors'))
-    def close(self): shutil.rmtree(self.dir, ignore_errors=True)
-
-def read_state(path:str) -> dict:
-    "Tensors of a published weights file"
-    return require('safetensors.torch', 'pip install safetensors').load_file(path)
-
-def _ram_dir(root:str|None) -> Path:
-    "A new folder in `root`, else on /dev/shm (a RAM disk) when writable, else in the temporary folder; stale ones removed"
-    base = Path(root or ('/dev/shm' if os.access('/dev/shm', os.W_OK) else tempfile.gettempdir()))
-    for old in base.glob('tba_kit-weights-*-*'):  # left by runs that were SIGKILLed: gigabytes of RAM each with a real model
-        pid = old.name.split('-')[2]
-        if pid.isdigit() and not _alive(int(pid)): shutil.rmtree(old, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f'tba_kit-weights-{os.getpid()}-', dir=base))
-
-def _alive(pid:int) -> bool:
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: pass  # another user's process
-    return True
-
-# %% ../nbs/07_searchers.ipynb #f8f9a2ed
-@dataclass(frozen=True)
-class ShmHandle(WeightHandle):
-    "A snapshot in a flat shared-memory buffer: the layout of its tensors, and a serial (buffers are reused)"
-    layout:tuple = ()  # (name, dtype name, shape, byte offset) of each tensor
-    nbytes:int = 0
-    serial:int = 0
-    zero_copy = True
-
-    def receive(self) -> dict:
-        "Views of the snapshot's tensors in the shared buffer (no copy)"
-        buf = torch.from_file(self.path, shared=True, size=self.nbytes, dtype=torch.uint8)
-        return {n: _view(buf, getattr(torch, dt), shape, o) for n, dt, shape, o in self.layout}
-
-    def __reduce__(self):
-        cls = importlib.import_module('tba_kit.searchers').ShmHandle
-        return cls, (self.path, self.version, self.role, None, self.layout, self.nbytes, self.serial)
-
-def _view(buf, dtype, shape, offset):
-    n = dtype.itemsize * int(torch.Size(shape).numel())
-    return buf[offset:offset + n].view(dtype).view(shape)
-
-def _flat_source(model) -> dict:
-    "The tensors to publish, without copies (a LoRA model's: merged)"
-    peft = hasattr(model, 'merge_adapter') and hasattr(model, 'get_base_model')
-    return policy_state(model) if peft else {n: p.detach() for n, p in model.named_parameters()}
-
-def flat_layout(state:dict, dtype:torch.dtype|None) -> tuple:
-    "(layout, bytes) of `state` packed in one buffer in `dtype`: (name, dtype name, shape, byte offset) per tensor, 64-byte aligned"
-    layout, off = [], 0
-    for n, t in state.items():
-        dt = dtype or t.dtype
-        layout.append((n, str(dt).removeprefix('torch.'), tuple(t.shape), off))
-        off += -(-t.numel() * dt.itemsize // 64) * 64
-    return tuple(layout), off
-
-def fill_flat(buf:torch.Tensor, layout:tuple, state:dict):
-    "Write `state`'s tensors into the uint8 buffer `buf` at their places in `layout`"
-    with torch.no_grad():
-        for (n, dt, shape, o), t in zip(layout, state.values()): _view(buf, getattr(torch, dt), shape, o).copy_(t)
-
-class ShmChannel(WeightChannel):
-    "Snapshots as flat buffers on /dev/shm, written in place in the searchers' dtype; released buffers are reused"
-    def __init__(self, root:str|None=None):  # folder of the buffers (default: a new folder on /dev/shm when available)
-        super().__init__()
-        self.dir, self._free, self._maps, self._serial = _ram_dir(root), [], {}, itertools.count(1)
-
-    def _write(self, model, version, role, dtype):
-        state = _flat_source(model)
-        layout, nbytes = flat_layout(state, dtype)
-        path, buf = self._buffer(nbytes)
-        fill_flat(buf, layout, state)
-        return ShmHandle(path, version, role, self, layout, nbytes, next(self._serial))
-
-    def _buffer(self, nbytes:int) -> tuple:
-        "(path, mapped bytes) of a free buffer of this size, or of a new one"
-        with self._lock:
-            path = next((p for p in self._free if self._maps[p].numel() == nbytes), None)
-            if path is not None: self._free.remove(path)
-        if path is None:
-            path = str(self.dir / f"buf-{uuid.uuid4().hex[:8]}")
-            with open(path, 'wb') as f: f.truncate(nbytes)
-            self._maps[path] = torch.from_file(path, shared=True, size=nbytes, dtype=torch.uint8)
-        return path, self._maps[path]
-
-    def _drop(self, h):
-        with self._lock: self._free.append(h.path)
-    def buffers(self) -> int: return len(self._maps)
-    def close(self): self._maps.clear(); shutil.rmtree(self.dir, ignore_errors=True)
-
-# %% ../nbs/07_searchers.ipynb #0d2696f8
-def _left_pad(seqs:list, pad_id:int, head:int=0):
-    "[B, P] ids and attention mask, left-padded after the first `head` tokens (the same in every row: see `_shared_head`)"
-    P = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), P), pad_id, dtype=torch.long)
-    mask = torch.zeros(len(seqs), P, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, :head], mask[i, :head] = torch.as_tensor(s[:head], dtype=torch.long), 1
-        ids[i, P - len(s) + head:] = torch.as_tensor(s[head:], dtype=torch.long); mask[i, P - len(s) + head:] = 1
-    return ids, mask
-
-def _shared_head(seqs:list, least:int=8) -> int:
-    "How many first tokens all of `seqs` share (a chat template's system prompt, an instruction), each keeping its last token; 0 below `least`"
-    n = min(len(os.path.commonprefix(seqs)), min(len(s) for s in seqs) - 1)
-    return n if n >= least else 0
-
-def _recorder(temperature:float=1.):
-    "A logits processor that records the log-prob of each sampled token at `temperature` (before any filtering)"
-    tf = require('transformers', 'pip install transformers')
-    class Record(tf.LogitsProcessor):
-        def __init__(self): self.steps, self.last = [], None
-        def __call__(self, input_ids, scores):
-            if self.last is not None: self.steps.append(self.last.gather(-1, input_ids[:, -1:]).squeeze(-1))  # [B]
-            self.last = torch.log_softmax(scores.float() / temperature, -1)  # [B, V]
-            return scores
-        def finish(self, final_tokens):  # [B] the last sampled tokens
-            self.steps.append(self.last.gather(-1, final_tokens[:, None]).squeeze(-1))
-            return torch.stack(self.steps, 1)  # [B, T]
-    return Record()
-
-def _prompt_cache(model, ids, mask, k:int, head:int=0):
-    "Key/value cache of the prompts' shared `head` (computed once) and, for k > 1, of all but each prompt's last token (once per prompt, repeated for its `k` rows); None: no sharing"
-    if getattr(model, 'config', None) is None or ids.shape[1] < 2 or (k == 1 and not head): return None
-    n, cache, kw = len(ids) // k, None, cache_kw(model)  # rows come in runs of k copies of a prompt
-    if head:
-        cache = model(input_ids=ids[:1, :head], use_cache=True, logits_to_keep=1)[kw]
-        cache.batch_repeat_interleave(n)
-    if k > 1 and ids.shape[1] - 1 > head:  # the rest of each prompt but its last token, once per prompt
-        pos = mask[::k, :-1].cumsum(-1) - 1  # positions count each prompt's tokens, skipping its padding
-        cache = model(input_ids=ids[::k, head:-1], attention_mask=mask[::k, :-1], position_ids=pos[:, head:].clamp(min=0),
-                      use_cache=True, logits_to_keep=1, **{kw: cache})[kw]
-    cache.batch_repeat_interleave(k)
-    return cache
-
-# %% ../nbs/07_searchers.ipynb #9489280e
-@torch.inference_mode()
-def generate_completions(
-    model:nn.Module, tokenizer,
-    prompt_ids:list,  # token ids of each prompt
-    k:int=1,  # completions per prompt
-    max_new_tokens:int=32,
-    temperature:float=1.0,
-    logprob_temperature:float|None=None,  # the log-probs are of softmax(logits / this) (None: `temperature`; 1.0: raw)
-    top_p:float=1.0,
-    top_k:int=0,  # 0: no top-k filtering
-    greedy:bool=False,  # argmax decoding (evaluation)
-    batch_size:int=64,  # rows per generate call (whole prompts; k rows each)
-    progress=None,  # called with (prompts done, prompts in all) after each generate call
-) -> list:  # per prompt, k (completion ids [T], logprobs [T]) pairs
-    "Sample `k` completions per prompt; each with its per-token log-probs (tempered by `logprob_temperature`)"
-    eos = tokenizer.eos_token_id
-    per_call = max(1, batch_size // k)
-    out = []
-    for s in range(0, len(prompt_ids), per_call):
-        chunk = [p for p in prompt_ids[s:s + per_call] for _ in range(k)]
-        head = _shared_head(chunk) if getattr(model, 'config', None) is not None else 0  # computed once, not once a row
-        ids, mask = (t.to(_device(model)) for t in _left_pad(chunk, tokenizer.pad_token_id, head))
-        rec = _recorder(temperature if logprob_temperature is None else logprob_temperature)
-        cache = _prompt_cache(model, ids, mask, k, head)  # each prompt once
-        gen = model.generate(input_ids=ids, attention_mask=mask, **({cache_kw(model): cache} if cache is not None else {}),
-                             max_new_tokens=max_new_tokens, do_sample=not greedy,
-                             temperature=temperature if not greedy else None, top_p=top_p if not greedy else None,
-                             top_k=top_k if not greedy else None, eos_token_id=eos, pad_token_id=tokenizer.pad_token_id,
-                             logits_processor=[rec])
-        comp = gen[:, ids.shape[1]:].cpu()  # [b, T]
-        lps = rec.finish(gen[:, -1]).cpu()  # [b, T]
-        for i in range(len(chunk)):
-            row = comp[i]
-            ends = (row == eos).nonzero()
-            n = int(ends[0]) + 1 if len(ends) else len(row)
-            if i % k == 0: out.append([])
-            out[-1].append((row[:n].clone(), lps[i, :n].clone()))
-        if progress is not None: progress(len(out), len(prompt_ids))
-    return out
-
 # %% ../nbs/07_searchers.ipynb #33311b26
-class _Pending:
+class PendingWeights:
     "Weight snapshots waiting to be installed at the start of the next search, each held in its channel until then"
     def __init__(self):  # newest; newest reset; being installed; in use; the reference in use (after a reset)
         self.load, self.reset, self.inflight, self.current, self.ref, self._ref_taken = None, None, [], None, None, None
@@ -430,7 +160,7 @@ class _Generator:
         self.model, self.tok, self.gen = model.eval(), tokenizer, dict(gen or {})
         if self.gen.get('logprob_temperature') is None: self.gen['logprob_temperature'] = self.gen.get('temperature', 1.)  # as sampled
         self.ref = copy.deepcopy(model).eval() if ref == 'copy' else (ref.eval() if ref is not None else None)
-        self.version, self.pending = 0, _Pending()
+        self.version, self.pending = 0, PendingWeights()
 
     def apply_pending(self, loads) -> float|None:
         if not loads: return None
@@ -553,7 +283,7 @@ class ProcessSearcher(SearcherBase):
                          gen=dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, batch_size=batch_size,
                                   logprob_temperature=logprob_temperature))
         self.proc = self.conn = None
-        self._pending, self._lock = _Pending(), asyncio.Lock()
+        self._pending, self._lock = PendingWeights(), asyncio.Lock()
 
     async def start(self):
         "Spawn the worker and wait until its model is loaded"
@@ -646,76 +376,8 @@ async def aclose(self:ProcessSearcher, timeout:float=10.):
         if proc.is_alive(): proc.kill(); await asyncio.to_thread(proc.join, 5)
         conn.close()
 
-# %% ../nbs/07_searchers.ipynb #09f5e5e4
-def evaluate(
-    model:nn.Module, tokenizer, task,
-    split:str='test',
-    max_new_tokens:int=32,
-    batch_size:int=64,  # prompts per generate call (the sampled phase draws each prompt's `samples` in the same call)
-    limit:int|None=None,  # first `limit` prompts only
-    ref:nn.Module|None=None,  # reference policy (e.g. the initial / SFT model) for the KL estimate
-    kl_samples:int=0,  # completions sampled per prompt to estimate KL(pi || ref) as eval/kl (0: no KL)
-    temperature:float=1.,  # sampling temperature of the KL's and sampled accuracy's completions; log-probs are tempered by it
-    progress=None,  # called with (done, in all, phase) after each generate call: phase 'greedy', then 'sampled', then the task's own
-    samples:int=0,  # completions sampled per prompt for eval/sampled_accuracy (graded tasks; 0: none)
-) -> dict:
-    "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [per-problem dict]}"
-    prompts = task.prompts(split)[:limit]
-    if not prompts: raise ValueError(f"task {task.name!r} has no {split!r} prompts to evaluate on")
-    pids = encode_prompts(tokenizer, [p.messages for p in prompts])
-    graded = callable(getattr(task, 'correct', None))
-    was_training = model.training
-    model.eval()
-    try:
-        groups = generate_completions(model, tokenizer, pids, k=1, greedy=True, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                                      progress=progress and (lambda done, n: progress(done, n, 'greedy')))
-        kl = (kl_to_reference(model, ref, tokenizer, pids, kl_samples, max_new_tokens, batch_size, temperature)
-              if ref is not None and kl_samples else None)
-        drawn = generate_completions(model, tokenizer, pids, k=samples, max_new_tokens=max_new_tokens, temperature=temperature,
-                                     batch_size=batch_size * samples, progress=progress and (lambda done, n: progress(done, n, 'sampled'))
-                                     ) if graded and samples else None
-    finally: model.train(was_training)
-    texts = tokenizer.batch_decode([g[0][0] for g in groups], skip_special_tokens=True)
-    scoring = {'progress': progress} if progress and 'progress' in inspect.signature(task.evaluate).parameters else {}  # a task whose scoring takes time (a victim model) reports its phases
-    res = {f'eval/{k}': v for k, v in task.evaluate(prompts, texts, **scoring).items()}
-    if kl is not None: res['eval/kl'] = kl
-    rows = [{'prompt': p.text(), 'completion': t} for p, t in zip(prompts, texts)]
-    if graded: res |= _graded(task, prompts, texts, drawn, tokenizer, rows)
-    res['examples'] = rows  # every problem: what the model answered (and whether it was right), to look at later
-    return res
-
-def _graded(task, prompts, texts, drawn, tokenizer, rows) -> dict:
-    "Intervals of the greedy accuracy and, from `drawn` samples, the sampled accuracy (the rows get each problem's numbers)"
-    ok = task.correct(prompts, texts)
-    out = dict(zip(('eval/accuracy_lo', 'eval/accuracy_hi'), bootstrap_ci(ok)))
-    for r, c in zip(rows, ok): r['correct'] = c
-    if drawn:
-        k = len(drawn[0])
-        flat = task.correct([p for p in prompts for _ in range(k)], tokenizer.batch_decode([c for g in drawn for c, _ in g], skip_special_tokens=True))
-        per = [sum(flat[i * k:(i + 1) * k]) / k for i in range(len(prompts))]
-        out['eval/sampled_accuracy'] = sum(per) / len(per)
-        out['eval/sampled_accuracy_lo'], out['eval/sampled_accuracy_hi'] = bootstrap_ci(per)
-        for r, a in zip(rows, per): r['sampled_accuracy'] = a
-    return out
-
-@torch.no_grad()
-def kl_to_reference(
-    model:nn.Module, ref:nn.Module, tokenizer,
-    prompt_ids:list,  # token ids of each prompt
-    samples:int=4,  # completions sampled per prompt
-    max_new_tokens:int=32,
-    batch_size:int=64,
-    temperature:float=1.,  # KL between the policies tempered by this (the distribution the searchers sample from)
-) -> float:
-    "Monte-Carlo KL(pi_T || ref_T) in nats per completion: mean of log pi_T(y|x) - log ref_T(y|x) over fresh samples y ~ pi_T"
-    groups = generate_completions(model, tokenizer, prompt_ids, k=samples, max_new_tokens=max_new_tokens, temperature=temperature, batch_size=batch_size)
-    P = [p for p, g in zip(prompt_ids, groups) for _ in g]
-    logp = [float(lp.sum()) for g in groups for _, lp in g]
-    ref_lp = sequence_logprob_sums(ref, P, [c for g in groups for c, _ in g], tokenizer.pad_token_id, batch_size, temperature)
-    return sum(a - b for a, b in zip(logp, ref_lp)) / len(logp)
-
 # %% ../nbs/07_searchers.ipynb #6f5cfc18
-def _plain(model):
+def plain_model(model):
     "The policy without LoRA adapters (merged into a copy), for an in-process searcher or a frozen reference"
     if hasattr(model, 'merge_and_unload'): return copy.deepcopy(model).merge_and_unload()
     return model
@@ -726,7 +388,7 @@ def hf_searcher(cfg, task, policy, tokenizer, i:int):
     ref = cfg.ref_on == 'searcher'
     if cfg.placement == 'inline':
         dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
-        return HFSearcher(copy.deepcopy(_plain(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if ref else None, name=f'hf{i}', **gen)
+        return HFSearcher(copy.deepcopy(plain_model(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if ref else None, name=f'hf{i}', **gen)
     return ProcessSearcher(**worker_kwargs(cfg, task, i), name=f'proc{i}')
 
 def worker_kwargs(cfg, task, i:int) -> dict:

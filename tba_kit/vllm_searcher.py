@@ -15,7 +15,8 @@ from fastcore.basics import patch
 import torch
 
 from .models import resolve_model
-from .searchers import Completion, SearcherBase, SearcherError, WeightHandle, _Pending, _ram_dir, pack_group
+from .searchers import Completion, SearcherBase, SearcherError, PendingWeights, pack_group
+from .weights import WeightHandle, ram_dir
 from .tasks import encode_prompts
 
 # %% auto #0
@@ -86,7 +87,7 @@ class FileTransport:
     "Weights to a vLLM engine through safetensors files: a hard-linked folder per version, `reload_weights` on every worker"
     name = 'file'
     def __init__(self, root:str|None=None):
-        self.root = _ram_dir(root)  # named with this process's id: removed by the next run's channel if this one is killed
+        self.root = ram_dir(root)  # named with this process's id: removed by the next run's channel if this one is killed
         self.tied_key, self.current = None, {}  # embedding tensor to copy as lm_head; engine id -> folder it was loaded from
 
     def serve(self, folder:str) -> str:
@@ -169,7 +170,7 @@ class VLLMSearcher(SearcherBase):
         self.logprobs_mode = _logprobs_mode(temperature if logprob_temperature is None else logprob_temperature, self.gen, ref)
         self.kv, self.ref_kv, self.ref, self.cpu_threads = kv_cache_gib, ref_kv_cache_gib, ref, cpu_threads
         self.engine = self.ref_engine = self.tok = self.transport = None
-        self._pending, self._sync_task, self._sync_error, self._load_s = _Pending(), None, None, None
+        self._pending, self._sync_task, self._sync_error, self._load_s = PendingWeights(), None, None, None
         self._start_lock = asyncio.Lock()
 
     async def start(self):
@@ -350,7 +351,7 @@ def vllm_kwargs(cfg, i:int) -> dict:
 class VLLMWorker:
     "The generator of a Ray searcher actor with engine 'vllm': a `VLLMSearcher` on the actor's node (`spec['worker']`: its settings)"
     def __init__(self, spec:dict):
-        self.loop, self.dir = asyncio.new_event_loop(), _ram_dir(None)
+        self.loop, self.dir = asyncio.new_event_loop(), ram_dir(None)
         threading.Thread(target=self.loop.run_forever, daemon=True, name='vllm-worker').start()
         self.searcher = VLLMSearcher(**spec['worker'])
         self._run(self.searcher.start())

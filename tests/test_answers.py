@@ -5,7 +5,7 @@ import torch
 
 from tba_kit.answers import MultiplesTask, answer_distributions, leading_number, multiples_question
 from tba_kit.models import load_model
-from tba_kit.searchers import generate_completions
+from tba_kit.generation import generate_completions
 from tba_kit.tasks import Prompt, encode_prompts
 
 

@@ -149,7 +149,8 @@ def test_config_errors_come_before_any_model_loads(monkeypatch):
 def test_weight_file_being_installed_is_not_deleted(tmp_path):
     "A search that took a weight snapshot keeps it alive until it is done, even if newer weights are published meanwhile"
     from tba_kit.models import tiny_model
-    from tba_kit.searchers import FileChannel, HFSearcher
+    from tba_kit.searchers import HFSearcher
+    from tba_kit.weights import FileChannel
     async def main():
         model, tok = tiny_model()
         s, channel = HFSearcher(model, tok, reward=vowels, max_new_tokens=4), FileChannel(str(tmp_path))
@@ -178,7 +179,7 @@ def test_lora_policy_is_published_merged_under_base_names():
     "A LoRA policy's published weights are the merged weights with the base model's parameter names"
     peft = pytest.importorskip('peft')
     from tba_kit.models import tiny_model
-    from tba_kit.searchers import install_state, policy_state
+    from tba_kit.weights import install_state, policy_state
     base, _ = tiny_model(seed=0)
     names = {n for n, _ in base.named_parameters()}
     lora = peft.get_peft_model(tiny_model(seed=0)[0], peft.LoraConfig(r=4, target_modules=['q_proj', 'v_proj'], init_lora_weights=False))

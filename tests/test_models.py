@@ -78,7 +78,7 @@ def test_generation_and_scoring_pass_the_cache_under_the_name_the_model_takes(ca
     import warnings
     from transformers.utils import logging as tf_logging
     from tba_kit.core import shared_prompt_logprobs
-    from tba_kit.searchers import generate_completions
+    from tba_kit.generation import generate_completions
     model, tok = models.tiny_model()
     if lora:
         peft = pytest.importorskip('peft')

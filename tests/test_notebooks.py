@@ -1,4 +1,5 @@
 "Every notebook in nbs/ is a test: its cells run top to bottom, except those flagged with tst_flags (slow, gpu, vllm)."
+import re
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,11 @@ ALL = sorted(p for p in (ROOT / 'nbs').rglob('*.ipynb') if '.ipynb_checkpoints' 
 NOTEBOOKS = [p for p in ALL if p.relative_to(ROOT / 'nbs').as_posix() not in ELSEWHERE]
 
 
-def test_there_are_notebooks():
-    assert len(NOTEBOOKS) >= 5, NOTEBOOKS
+def test_every_modules_notebook_is_a_test():
+    "The notebook each module of tba_kit/ is exported from is among those run (a module whose lessons never run fails here)"
+    sources = {re.search(r'File to edit: \.\./nbs/(\S+)\.ipynb', p.read_text()).group(1) + '.ipynb'
+               for p in (ROOT / 'tba_kit').glob('*.py') if not p.name.startswith('_')}
+    assert sources <= {p.relative_to(ROOT / 'nbs').as_posix() for p in NOTEBOOKS}, sources
 
 
 @pytest.mark.parametrize('nb', NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / 'nbs').as_posix())
