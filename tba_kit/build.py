@@ -13,9 +13,7 @@ from .config import Config, build_component, given
 from .models import load_model, tiny_model
 from .objectives import OBJECTIVES
 from .samplers import SAMPLERS, StalenessCap
-from .searchers import ENGINES
-from .weights import FileChannel, ShmChannel
-from .ray_searcher import RayChannel, ray_searcher
+from .searchers import placement_of
 from .trainer import BetaSchedule
 
 # %% auto #0
@@ -41,12 +39,12 @@ def make_policy(cfg:Config):
     return load_model(cfg.model, dtype='bfloat16' if cfg.precision == 'bf16' else 'float32', lora=cfg.lora, device=cfg.device)
 
 def make_searchers(cfg:Config, task, policy, tokenizer) -> list:
-    "`cfg.searchers` searchers of `cfg.engine` (see `searchers.ENGINES`), placed as `cfg.placement` says"
+    "`cfg.searchers` searchers of `cfg.engine` (see `searchers.ENGINES`), placed as `cfg.placement` says (`searchers.PLACEMENTS`)"
     return [make_searcher(cfg, task, policy, tokenizer, i) for i in range(cfg.searchers)]
 
 def make_searcher(cfg:Config, task, policy, tokenizer, i:int):
-    "Searcher `i`: a Ray actor with placement 'ray' (any engine), else what the engine's factory makes"
-    s = (ray_searcher if cfg.placement == 'ray' else ENGINES.get(cfg.engine))(cfg, task, policy, tokenizer, i)
+    "Searcher `i` of the config's engine, where its placement puts it"
+    s = placement_of(cfg).searcher(cfg, task, policy, tokenizer, i)
     s.reward_timeout = cfg.reward_timeout
     return s
 
@@ -68,7 +66,7 @@ class WeightSync:
     "Publishes the trainer's weights to every searcher through a weight channel"
     def __init__(self, searchers:list, cfg:Config):
         self.searchers, self.newest = searchers, {}  # role -> (handle, reset_ref) of the newest snapshot: what a searcher joining gets
-        self.channel = RayChannel(cfg.ray_address) if cfg.placement == 'ray' else FileChannel() if cfg.engine == 'vllm' else ShmChannel()  # vLLM reloads safetensors
+        self.channel = placement_of(cfg).channel(cfg)
         self.dtype = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
 
     def snapshot(self, model, version:int, role:str='policy'):

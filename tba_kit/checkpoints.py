@@ -16,8 +16,8 @@ from .config import Config
 from .models import require
 
 # %% auto #0
-__all__ = ['CHECKPOINT_FILES', 'FIXED_ON_RESUME', 'RunLock', 'save_checkpoint', 'checkpoint_problem', 'find_checkpoint',
-           'load_checkpoint', 'check_not_live', 'resume_config']
+__all__ = ['OWN_FILES', 'CHECKPOINT_FILES', 'FIXED_ON_RESUME', 'RunLock', 'save_checkpoint', 'checkpoint_problem',
+           'find_checkpoint', 'load_checkpoint', 'check_not_live', 'resume_config']
 
 # %% ../nbs/09a_checkpoints.ipynb #fcdd947a
 _log = logging.getLogger('tba_kit')
@@ -50,17 +50,18 @@ def _write_manifest(ck:Path, step:int):
     files = {f.name: {'bytes': f.stat().st_size, 'sha256': _digest(f)} for f in sorted(ck.iterdir())}
     (ck / 'manifest.json').write_text(json.dumps({'step': step, 'files': files}, indent=1))
 
-def save_checkpoint(out_dir:Path, trainer, buffer, sampler, stream, cfg:Config, extra:dict|None=None) -> Path:
-    "Write `out_dir/checkpoints/step_NNNNNN` atomically, with the checksums of its files; returns its path"
-    st = require('safetensors.torch', 'pip install safetensors')
+OWN_FILES = ('trainer', 'buffer')  # parts whose state is large: a file each (`<name>.pt`); the others share state.pt
+
+def save_checkpoint(out_dir:Path, parts:dict, cfg:Config, extra:dict|None=None) -> Path:
+    "Write `out_dir/checkpoints/step_NNNNNN` atomically with the checksums of its files: the trainer's policy and every part's `state_dict` (`parts`: name -> part, 'trainer' among them); returns its path"
+    st, trainer = require('safetensors.torch', 'pip install safetensors'), parts['trainer']
     root = Path(out_dir) / 'checkpoints'; root.mkdir(parents=True, exist_ok=True)
     for left in root.glob('.tmp-*'): shutil.rmtree(left, ignore_errors=True)  # a save cut short (the folder is locked: none is live)
     final, tmp = root / f"step_{trainer.step_count:06d}", Path(tempfile.mkdtemp(dir=root, prefix='.tmp-'))
     try:
         st.save_model(trainer.model, str(tmp / 'policy.safetensors'))
-        torch.save(trainer.state_dict(), tmp / 'trainer.pt')
-        torch.save(buffer.state_dict(), tmp / 'buffer.pt')
-        torch.save({'sampler': sampler.state_dict(), 'stream': stream.state_dict(), 'version': trainer.version,
+        for name in OWN_FILES: torch.save(parts[name].state_dict(), tmp / f'{name}.pt')
+        torch.save({**{n: p.state_dict() for n, p in parts.items() if n not in OWN_FILES}, 'version': trainer.version,
                     'rng': {'torch': torch.get_rng_state(), 'numpy': np.random.get_state(), 'python': random.getstate()},
                     'extra': extra or {}}, tmp / 'state.pt')
         (tmp / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))
@@ -125,15 +126,18 @@ def _read(ck:Path, name:str, load):
         raise ValueError(f"checkpoint {str(ck)!r}: {name} cannot be read ({type(e).__name__}: {e}); "
                          "resume from an earlier checkpoint (checkpoints/step_*)") from e
 
-def load_checkpoint(path:Path, trainer, buffer, sampler, stream) -> dict:
-    "Restore what `save_checkpoint` wrote; returns the saved extra state"
+def load_checkpoint(path:Path, parts:dict) -> dict:
+    "Restore into `parts` (name -> part with `load_state_dict`, as saved) what `save_checkpoint` wrote; returns the saved extra state"
     st, path = require('safetensors.torch', 'pip install safetensors'), Path(path)
     pt = lambda f: torch.load(f, weights_only=False)
-    _read(path, 'policy.safetensors', lambda f: st.load_model(trainer.model, str(f)))
-    trainer.load_state_dict(_read(path, 'trainer.pt', pt))
-    buffer.load_state_dict(_read(path, 'buffer.pt', pt))
+    _read(path, 'policy.safetensors', lambda f: st.load_model(parts['trainer'].model, str(f)))
+    for name in OWN_FILES: parts[name].load_state_dict(_read(path, f'{name}.pt', pt))
     s = _read(path, 'state.pt', pt)
-    sampler.load_state_dict(s['sampler']); stream.load_state_dict(s['stream'])
+    if missing := [n for n in parts if n not in OWN_FILES and n not in s]:
+        raise ValueError(f"checkpoint {str(path)!r} holds no state for {missing} (it has {sorted(k for k in s if k not in ('version', 'rng', 'extra'))}): "
+                         "resume with the parts it was saved with, or start a new run")
+    for n, p in parts.items():
+        if n not in OWN_FILES: p.load_state_dict(s[n])
     torch.set_rng_state(s['rng']['torch']); np.random.set_state(s['rng']['numpy']); random.setstate(s['rng']['python'])
     return s['extra']
 

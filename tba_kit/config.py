@@ -151,13 +151,15 @@ def validate(self:Config):
     for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
     _need(0 <= self.seed < 2 ** 32, 'seed', f"must be in 0..2**32 - 1 (numpy's seeds), got {self.seed}")  # before the components that take it
     _need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
-    from tba_kit.searchers import ENGINES
+    from tba_kit.searchers import ENGINES, PLACEMENTS
     if self.placement == 'auto': self.placement = 'inline' if self.engine == 'vllm' else 'process'
-    _need(self.placement in ('process', 'inline', 'ray'), 'placement', f"must be 'process', 'inline', 'ray' or 'auto', got {self.placement!r}")
-    try: ENGINES.get(self.engine)
-    except ValueError as e: raise ValueError(f"config field 'engine': {e}") from None
+    _checked('engine', lambda: ENGINES.get(self.engine))
+    place = _checked('placement', lambda: PLACEMENTS.get(self.placement))()
+    place.check(self)  # the engines it places, the settings it needs
+    for other in PLACEMENTS:  # a setting of another placement would be ignored silently
+        for name in set(PLACEMENTS.get(other).fields) - set(place.fields):
+            _need(getattr(self, name) == _default(name), name, f"only applies with placement: {other} (placement is {self.placement!r}): set placement: {other}, or drop it")
     if self.engine == 'vllm':
-        _need(self.placement in ('inline', 'ray'), 'placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto'), or 'ray' for engines on a cluster's nodes")
         _need(self.model != 'tiny', 'model', "vLLM serves a model folder: save the tiny model with save_pretrained and pass the folder")
         _need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
         _need(len(self._core_lists()) in (1, self.searchers), 'vllm_cpu_threads',
@@ -203,9 +205,6 @@ def check_ranges(self:Config):
     for name in ('max_new_tokens', 'eval_max_new_tokens'):
         _need(1 <= getattr(self, name) <= MAX_TOKENS, name, f"new tokens per completion must be in 1..{MAX_TOKENS:,} (longer than any model's context), got {getattr(self, name)}")
     _need(bool(self.out_dir.strip()), 'out_dir', "is empty: name the run's folder, e.g. runs/my_run")
-    if self.placement != 'ray':  # a cluster setting without the cluster would be ignored silently
-        for name in ('ray_address', 'searcher_cpus', 'searcher_gpus', 'searcher_resources', 'max_searchers'):
-            _need(getattr(self, name) == _default(name), name, f"only applies with placement: ray (placement is {self.placement!r}): set placement: ray, or drop it")
     if self.mode == 'async' and self.max_staleness is not None:
         _need(self.max_staleness >= self.sync_every - 1, 'max_staleness', f"between syncs every {self.sync_every} steps the trainer runs up to {self.sync_every - 1} "
               f"versions ahead of the newest completions, so max_staleness {self.max_staleness} leaves it no data: use >= {self.sync_every - 1}, or sync more often")
@@ -227,13 +226,6 @@ def check_ranges(self:Config):
     if self.lr_schedule != 'constant':
         _need(self.lr_schedule in (names := _schedule_names()), 'lr_schedule', f"unknown learning-rate schedule {self.lr_schedule!r}: use one of {names}")
     _need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
-    if self.placement == 'ray':
-        _need(self.engine in ('hf', 'vllm'), 'engine', f"placement 'ray' runs engine 'hf' or 'vllm' in its actors, got {self.engine!r}")
-        for name in ('searcher_cpus', 'searcher_gpus'): _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
-        _need(all(isinstance(v, (int, float)) and v >= 0 for v in self.searcher_resources.values()), 'searcher_resources',
-              f"maps resource names to amounts >= 0, got {self.searcher_resources!r}")
-        _need(self.max_searchers is None or self.max_searchers >= self.searchers, 'max_searchers',
-              f"must be >= searchers ({self.searchers}) or null, got {self.max_searchers}")
     _need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
     _need(self.logprob_temperature is None or self.logprob_temperature > 0, 'logprob_temperature', f"must be > 0 or null (the sampling temperature), got {self.logprob_temperature}")
     if self.engine == 'vllm' and self.logprob_temp != 1:

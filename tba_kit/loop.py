@@ -23,8 +23,7 @@ from .models import require
 from .records import SINKS, RunLog, RunSummary
 from .runtime import ClockBar, PromptStream, RewardGuard, Status, TrainerFirst, check_model_path, check_writable, say
 from .evaluation import evaluate as evaluate_policy
-from .searchers import SearcherError, plain_model
-from .ray_searcher import has_room, import_ray
+from .searchers import SearcherError, placement_of, plain_model
 from .tasks import RewardError, make_task
 from .trainer import Trainer
 from .vllm_searcher import import_vllm
@@ -44,7 +43,7 @@ class Run:
         self.cfg, self.progress = cfg, progress
         self.status = Status(None if progress else lambda line: None)  # progress=False: quiet; 'lines': phases, no bar
         if cfg.engine == 'vllm': import_vllm()  # says what to install before any model loads
-        if cfg.placement == 'ray': import_ray()
+        placement_of(cfg).prepare(cfg)  # a missing package (Ray) is named before any model loads
         for name in cfg.log_with: require(*SINKS[name].needs)
         if cfg.device.startswith('cuda') and not torch.cuda.is_available():
             raise RuntimeError(f"config field 'device': {cfg.device!r} is not available here (torch.cuda.is_available() is False); use device: cpu")
@@ -280,7 +279,7 @@ async def train_async(self:Run, bar):
     cfg, data, paused = self.cfg, asyncio.Event(), asyncio.Event()
     paused.set()
     tasks = [asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}") for s in self.searchers]
-    if cfg.placement == 'ray' and (cfg.max_searchers or 0) > len(self.searchers): tasks.append(asyncio.create_task(self.grow(tasks, data, paused)))
+    if placement_of(cfg).grows and (cfg.max_searchers or 0) > len(self.searchers): tasks.append(asyncio.create_task(self.grow(tasks, data, paused)))
     try:
         t, new = time.perf_counter(), True
         while len(self.buffer) < cfg.prefill or not self.buffer.prompts():
@@ -307,11 +306,11 @@ async def train_async(self:Run, bar):
 
 @patch
 async def grow(self:Run, tasks:list, data, paused, poll:float=2.):
-    "Placement 'ray': start searchers while the cluster has room for one, up to `max_searchers` (a node added mid-run gets one)"
+    "A placement that grows (Ray's): start searchers while it has room for one, up to `max_searchers` (a node added mid-run gets one)"
     cfg = self.cfg
     while not self.stopping and len(self.searchers) < cfg.max_searchers:
         await asyncio.sleep(poll)
-        if not has_room(cfg.searcher_cpus, cfg.searcher_gpus, cfg.searcher_resources): continue
+        if not placement_of(cfg).has_room(cfg): continue
         s = make_searcher(cfg, self.task, self.model, self.tok, len(self.searchers))
         try: await s.start()
         except SearcherError as e: say(f"a new searcher did not start ({e}); trying again later"); continue
@@ -357,8 +356,13 @@ async def train_sync(self:Run, bar):
 
 # %% ../nbs/10_loop.ipynb #08605426
 @patch
+def parts(self:Run) -> dict:
+    "What a checkpoint keeps, by name: the trainer (with its policy) and every part with a state"
+    return {'trainer': self.trainer, 'buffer': self.buffer, 'sampler': self.sampler, 'stream': self.stream}
+
+@patch
 def checkpoint(self:Run) -> Path:
-    p = save_checkpoint(self.out, self.trainer, self.buffer, self.sampler, self.stream, self.cfg,
+    p = save_checkpoint(self.out, self.parts(), self.cfg,
                         {'guard': (self.guard.ok, self.guard.failed), 'searchers': [s.state_dict() for s in self.searchers]})
     self.summary.checkpoint = str(p)
     self.tuning.collect()  # the trainer waits for the checkpoint anyway
@@ -396,7 +400,7 @@ async def _locked(self:Run, resume) -> RunSummary:
     self.searchers = make_searchers(cfg, self.task, self.model, self.tok)  # before a resume: references start as the initial policy
     if resume is not None:
         ck = find_checkpoint(resume)
-        extra = load_checkpoint(ck, self.trainer, self.buffer, self.sampler, self.stream)
+        extra = load_checkpoint(ck, self.parts())
         self.guard.ok, self.guard.failed = extra.get('guard', (0, 0))
         for s, state in zip(self.searchers, extra.get('searchers', [])): s.load_state_dict(state)
         self.trainer.set_lr(cfg.lr)  # an lr given on resume takes effect (the optimizer state holds the old one)

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/models.html.md"""
 
 # %% ../nbs/05_models.ipynb #9b756f2d
 from __future__ import annotations
-import functools, importlib, importlib.util, os, shutil, sys, tempfile, time
+import contextlib, functools, importlib, importlib.util, io, os, shutil, sys, tempfile, time
 from pathlib import Path
 
 import torch
@@ -42,13 +42,14 @@ def smollm2_path() -> Path:
     tf = require('transformers', 'pip install transformers')
     require('gguf', _SMOLLM2_INSTALL)
     tok = tf.AutoTokenizer.from_pretrained(src, gguf_file=_SMOLLM2_GGUF)
-    model = tf.AutoModelForCausalLM.from_pretrained(src, gguf_file=_SMOLLM2_GGUF, dtype=torch.float32)
+    with contextlib.redirect_stderr(io.StringIO()):  # transformers' bar of GGUF tensors: the line above says what happens (errors are still raised)
+        model = tf.AutoModelForCausalLM.from_pretrained(src, gguf_file=_SMOLLM2_GGUF, dtype=torch.float32)
     model.hf_quantizer, model.is_quantized = None, False  # dequantised weights: save them as a normal checkpoint
     if hasattr(model.config, 'quantization_config'): del model.config.quantization_config
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f'.{DEFAULT_MODEL}-'))
     try:
-        model.to(torch.bfloat16).save_pretrained(tmp)
+        with contextlib.redirect_stderr(io.StringIO()): model.to(torch.bfloat16).save_pretrained(tmp)  # its bar of shards, too
         tok.save_pretrained(tmp)
         if out.exists(): shutil.rmtree(out)  # an incomplete folder from an older version
         os.replace(tmp, out)

@@ -13,13 +13,13 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .searchers import ProcessSearcher, SearcherError, SearcherLost, unpack_group, worker_generator, worker_kwargs
+from .searchers import Placement, ProcessSearcher, SearcherError, SearcherLost, config_error, unpack_group, worker_generator, worker_kwargs
 from .weights import WeightChannel, WeightHandle, flat_source, buffer_view, fill_flat, flat_layout
 from .tasks import RewardError, make_task, score
 
 # %% auto #0
 __all__ = ['RAY_INSTALL', 'PREFETCH_BYTES', 'import_ray', 'connect', 'RayHandle', 'RayChannel', 'SearchActor', 'RaySearcher',
-           'NoAnswer', 'has_room', 'ray_searcher']
+           'NoAnswer', 'has_room', 'ray_searcher', 'RayPlacement']
 
 # %% ../nbs/07d_ray.ipynb #de75a1bf
 RAY_INSTALL = 'pip install -e ".[ray]" (or: pip install "ray>=2.40") on every machine of the cluster'
@@ -200,3 +200,22 @@ def ray_searcher(cfg, task, policy, tokenizer, i:int) -> RaySearcher:
         from tba_kit.vllm_searcher import vllm_kwargs
         kw |= dict(generator='tba_kit.vllm_searcher:VLLMWorker', worker=vllm_kwargs(cfg, i), ref=False, tiny=None)
     return RaySearcher(**kw, name=f'ray{i}', cpus=cfg.searcher_cpus, gpus=cfg.searcher_gpus, resources=cfg.searcher_resources, address=cfg.ray_address)
+
+class RayPlacement(Placement):
+    "Placement 'ray': each searcher a Ray actor on any node of the cluster; more join while it has room, up to max_searchers"
+    engines, grows = ('hf', 'vllm'), True
+    fields = ('ray_address', 'searcher_cpus', 'searcher_gpus', 'searcher_resources', 'max_searchers')
+
+    def check(self, cfg):
+        super().check(cfg)
+        for name in ('searcher_cpus', 'searcher_gpus'):
+            if not getattr(cfg, name) >= 0: raise config_error(name, f"must be >= 0, got {getattr(cfg, name)}")
+        if not all(isinstance(v, (int, float)) and v >= 0 for v in cfg.searcher_resources.values()):
+            raise config_error('searcher_resources', f"maps resource names to amounts >= 0, got {cfg.searcher_resources!r}")
+        if not (cfg.max_searchers is None or cfg.max_searchers >= cfg.searchers):
+            raise config_error('max_searchers', f"must be >= searchers ({cfg.searchers}) or null, got {cfg.max_searchers}")
+
+    def prepare(self, cfg): import_ray()  # says what to install
+    def searcher(self, cfg, task, policy, tokenizer, i:int): return ray_searcher(cfg, task, policy, tokenizer, i)
+    def channel(self, cfg): return RayChannel(cfg.ray_address)
+    def has_room(self, cfg): return has_room(cfg.searcher_cpus, cfg.searcher_gpus, cfg.searcher_resources)

@@ -22,14 +22,15 @@ from .core import Registry, Trajectory, sequence_logprob_sums
 from .generation import generate_completions
 from .models import load_model
 from .tasks import Prompt, encode_prompts, score
-from .weights import WeightHandle, install_state
+from .weights import FileChannel, ShmChannel, WeightChannel, WeightHandle, install_state
 
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
 
 # %% auto #0
-__all__ = ['ENGINES', 'Searcher', 'PendingWeights', 'Completion', 'Rollouts', 'pack_group', 'unpack_group', 'SearchResult',
-           'SearcherBase', 'HFSearcher', 'worker_generator', 'SearcherError', 'SearcherLost', 'ProcessSearcher',
-           'plain_model', 'hf_searcher', 'worker_kwargs']
+__all__ = ['ENGINES', 'PLACEMENTS', 'Searcher', 'PendingWeights', 'Completion', 'Rollouts', 'pack_group', 'unpack_group',
+           'SearchResult', 'SearcherBase', 'HFSearcher', 'worker_generator', 'SearcherError', 'SearcherLost',
+           'ProcessSearcher', 'plain_model', 'hf_searcher', 'worker_kwargs', 'config_error', 'Placement', 'Inline',
+           'Process', 'placement_of']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -382,14 +383,12 @@ def plain_model(model):
     if hasattr(model, 'merge_and_unload'): return copy.deepcopy(model).merge_and_unload()
     return model
 
-def hf_searcher(cfg, task, policy, tokenizer, i:int):
-    "Searcher `i` of engine 'hf': transformers `generate` in this process (placement inline) or in a worker process"
+def hf_searcher(cfg, task, policy, tokenizer, i:int) -> HFSearcher:
+    "Searcher `i` of engine 'hf' in this process: transformers `generate` on a copy of the policy in the searchers' dtype"
     gen = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature)
-    ref = cfg.ref_on == 'searcher'
-    if cfg.placement == 'inline':
-        dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
-        return HFSearcher(copy.deepcopy(plain_model(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if ref else None, name=f'hf{i}', **gen)
-    return ProcessSearcher(**worker_kwargs(cfg, task, i), name=f'proc{i}')
+    dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
+    return HFSearcher(copy.deepcopy(plain_model(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if cfg.ref_on == 'searcher' else None,
+                      name=f'hf{i}', **gen)
 
 def worker_kwargs(cfg, task, i:int) -> dict:
     "Arguments of `ProcessSearcher` (and of the Ray searcher, which extends it) for searcher `i` of a run"
@@ -398,5 +397,43 @@ def worker_kwargs(cfg, task, i:int) -> dict:
                 tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
                 logprob_temperature=cfg.logprob_temperature)
 
-ENGINES = Registry('engine')  # name -> factory(config, task, policy, tokenizer, i) -> Searcher
+ENGINES = Registry('engine')  # name -> factory(config, task, policy, tokenizer, i) -> Searcher in this process
 ENGINES['hf'], ENGINES['vllm'] = hf_searcher, 'tba_kit.vllm_searcher:vllm_searcher'
+
+# %% ../nbs/07_searchers.ipynb #placements
+def config_error(field_:str, msg:str) -> ValueError: return ValueError(f"config field {field_!r}: {msg}")
+
+class Placement:
+    "Where a run's searchers run; a subclass registered in `PLACEMENTS` (or named 'module:Name') is a placement of your own"
+    engines:tuple|None = None  # the engines it can place (None: any)
+    fields:tuple = ()  # config fields only it reads: refused under any other placement
+    grows = False  # whether searchers join mid-run while `has_room` (up to the config's max_searchers)
+
+    def check(self, cfg):
+        "Refuse settings this placement cannot honour with a `config_error` naming the field (`Config.validate` calls it)"
+        if self.engines is not None and cfg.engine not in self.engines:
+            raise config_error('engine', f"placement {cfg.placement!r} runs engine(s) {', '.join(map(repr, self.engines))}, got {cfg.engine!r}")
+
+    def prepare(self, cfg): "Before any model loads: fail on what is missing (a package, a cluster)"
+    def searcher(self, cfg, task, policy, tokenizer, i:int):
+        "Searcher `i` of a run (not started)"
+        return ENGINES.get(cfg.engine)(cfg, task, policy, tokenizer, i)
+    def channel(self, cfg) -> WeightChannel:
+        "The channel the trainer publishes its weights on: safetensors files for vLLM (it reloads a folder), shared memory otherwise"
+        return FileChannel() if cfg.engine == 'vllm' else ShmChannel()
+    def has_room(self, cfg) -> bool: return False  # room for one more searcher now (placements that grow)
+
+class Inline(Placement): "Searchers in the run's own process, as the engine's factory builds them"
+
+class Process(Placement):
+    "Each searcher in a worker process of its own on this machine, transformers `generate` there; restarted if it dies or hangs"
+    engines = ('hf',)
+    def check(self, cfg):
+        if cfg.engine == 'vllm': raise config_error('placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto'), "
+                                                   "or 'ray' for engines on a cluster's nodes")
+        super().check(cfg)
+    def searcher(self, cfg, task, policy, tokenizer, i:int): return ProcessSearcher(**worker_kwargs(cfg, task, i), name=f'proc{i}')
+
+PLACEMENTS = Registry('placement')  # name -> Placement subclass
+PLACEMENTS['inline'], PLACEMENTS['process'], PLACEMENTS['ray'] = Inline, Process, 'tba_kit.ray_searcher:RayPlacement'
+def placement_of(cfg) -> Placement: return PLACEMENTS.get(cfg.placement)()

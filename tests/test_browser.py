@@ -64,3 +64,28 @@ def test_tutorial_figures_render_in_a_browser(tmp_path):
     shot = Path(os.environ.get('TBA_KIT_SCREENSHOT_DIR', tmp_path)) / 'objectives_compared.png'
     browse(browser, page, tmp_path, '--window-size=1200,4200', f'--screenshot={shot}')
     assert shot.exists() and shot.stat().st_size > 50_000, 'the screenshot of the page is missing or blank'
+
+
+SAVED = ['12_viz.ipynb', '10_loop.ipynb', '06d_answers.ipynb', 'tutorials/bring_your_own_task.ipynb', 'tutorials/tba_from_scratch.ipynb',
+         'tutorials/diversity.ipynb']
+
+
+def test_notebooks_show_their_saved_results_in_a_browser(tmp_path):
+    "The pages of `python tools/render_notebooks.py`: the results saved in the notebooks (records, tables, figures) reach the reader, drawn"
+    import sys; sys.path.insert(0, str(ROOT / 'tools'))
+    from render_notebooks import PLOTLY, render
+    paths = [ROOT / 'nbs' / p for p in SAVED]
+    made = render(tmp_path / 'html', paths)
+    assert (tmp_path / 'html' / 'index.html').read_text().count('<li>') == len(SAVED)
+    browser = chromium()
+    for nb, (page, shown) in zip(paths, made):
+        saved = nbformat.read(nb, as_version=4)
+        figures = sum(PLOTLY in o.get('data', {}) for c in saved.cells if c.cell_type == 'code' for o in c.outputs)
+        assert shown > 0, f'{nb.name} has no saved outputs: python tools/render_notebooks.py --execute {nb.relative_to(ROOT)}'
+        assert len(page.read_text()) < 6_000_000 and nb.stat().st_size < 400_000, f'{nb.name}: outputs saved in a compact form keep pages and notebooks small'
+        if browser is None: continue
+        dom = browse(browser, page, tmp_path, '--dump-dom').stdout
+        assert dom.count('jp-OutputArea-output') >= shown, f'{page.name}: {dom.count("jp-OutputArea-output")} outputs in the page, {shown} saved'
+        plots = drawn_plots(dom)
+        assert len(plots) == figures and all(t > 0 and n > 0 for t, n in plots), f'{page.name}: {plots} drawn, {figures} figures saved'
+    if browser is None: pytest.skip('chromium is not installed (apt-get install chromium); the pages were rendered')

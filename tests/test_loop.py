@@ -321,6 +321,7 @@ def test_a_second_ctrl_c_exits_at_once():
 import asyncio, sys
 from tba_kit.cli import run_interruptible
 async def long_run():
+    print('running', flush=True)
     try: await asyncio.sleep(100)
     except asyncio.CancelledError:
         print('finishing the step in flight', flush=True)
@@ -328,7 +329,7 @@ async def long_run():
 run_interruptible(long_run())
 """
     p = subprocess.Popen([sys.executable, '-c', code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)  # imports done, the loop running
+    assert p.stdout.readline() == 'running\n'  # imports done, the loop running (a fixed sleep lost the race on a loaded machine)
     p.send_signal(signal.SIGINT)
     assert p.stdout.readline() == 'finishing the step in flight\n'
     t = time.monotonic()

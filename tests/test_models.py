@@ -10,7 +10,9 @@ from tba_kit import models
 def test_smollm2_converts_once_then_reuses(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv('TBA_KIT_CACHE', str(tmp_path))
     path = models.smollm2_path()
-    assert 'tba_kit: converting smollm2-135m-instruct' in capsys.readouterr().err  # a 20 s step is announced
+    err = capsys.readouterr().err
+    assert 'tba_kit: converting smollm2-135m-instruct' in err  # a 20 s step is announced ...
+    assert 'GGUF tensors' not in err and 'model shards' not in err, err  # ... by one line, not by transformers' bars
     assert path == tmp_path / 'models' / models.DEFAULT_MODEL
     assert {'config.json', 'model.safetensors', 'tokenizer.json'} <= {p.name for p in path.iterdir()}
     assert [p.name for p in path.parent.iterdir()] == [models.DEFAULT_MODEL]  # no temporary folder left behind
