@@ -14,8 +14,8 @@ import torch
 from torch import Tensor, nn
 
 # %% auto #0
-__all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'completion_logprobs', 'cache_kw',
-           'shared_prompt_logprobs', 'sequence_logprob_sums', 'Registry', 'stderr_line']
+__all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'model_device', 'completion_logprobs',
+           'cache_kw', 'shared_prompt_logprobs', 'sequence_logprob_sums', 'Registry', 'stderr_line']
 
 # %% ../nbs/00_core.ipynb #2cf5e21a
 def _as_ids(x, name:str) -> Tensor:
@@ -162,7 +162,7 @@ def sequence_logprobs(
     return torch.where(mask.bool(), token_lp, 0.).sum(-1)
 
 # %% ../nbs/00_core.ipynb #85986d39
-def _device(model:nn.Module) -> torch.device: return next(model.parameters()).device
+def model_device(model:nn.Module) -> torch.device: return next(model.parameters()).device
 
 def completion_logprobs(
     model:nn.Module,  # a causal LM
@@ -249,7 +249,7 @@ def sequence_logprob_sums(
     temperature:float=1.,  # log-probs of softmax(logits / temperature)
 ) -> list:  # [N] floats
     "log p(completion | prompt) under `model`: the sum of its per-token log-probs (reference log-probs)"
-    sums, dev = [], _device(model)
+    sums, dev = [], model_device(model)
     for s in range(0, len(prompt_ids), batch_size):
         P, C = prompt_ids[s:s + batch_size], completion_ids[s:s + batch_size]
         L = max(len(p) + len(c) for p, c in zip(P, C))

@@ -11,7 +11,7 @@ import os
 import torch
 from torch import nn
 
-from .core import _device, cache_kw
+from .core import model_device, cache_kw
 from .models import require
 
 # %% auto #0
@@ -83,7 +83,7 @@ def generate_completions(
     for s in range(0, len(prompt_ids), per_call):
         chunk = [p for p in prompt_ids[s:s + per_call] for _ in range(k)]
         head = _shared_head(chunk) if getattr(model, 'config', None) is not None else 0  # computed once, not once a row
-        ids, mask = (t.to(_device(model)) for t in _left_pad(chunk, tokenizer.pad_token_id, head))
+        ids, mask = (t.to(model_device(model)) for t in _left_pad(chunk, tokenizer.pad_token_id, head))
         rec = _recorder(temperature if logprob_temperature is None else logprob_temperature)
         cache = _prompt_cache(model, ids, mask, k, head)  # each prompt once
         gen = model.generate(input_ids=ids, attention_mask=mask, **({cache_kw(model): cache} if cache is not None else {}),

@@ -43,7 +43,8 @@ class Run:
         self.cfg, self.progress = cfg, progress
         self.status = Status(None if progress else lambda line: None)  # progress=False: quiet; 'lines': phases, no bar
         if cfg.engine == 'vllm': import_vllm()  # says what to install before any model loads
-        placement_of(cfg).prepare(cfg)  # a missing package (Ray) is named before any model loads
+        self.placement = placement_of(cfg)
+        self.placement.prepare(cfg)  # a missing package (Ray) is named before any model loads
         for name in cfg.log_with: require(*SINKS[name].needs)
         if cfg.device.startswith('cuda') and not torch.cuda.is_available():
             raise RuntimeError(f"config field 'device': {cfg.device!r} is not available here (torch.cuda.is_available() is False); use device: cpu")
@@ -279,7 +280,7 @@ async def train_async(self:Run, bar):
     cfg, data, paused = self.cfg, asyncio.Event(), asyncio.Event()
     paused.set()
     tasks = [asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}") for s in self.searchers]
-    if placement_of(cfg).grows and (cfg.max_searchers or 0) > len(self.searchers): tasks.append(asyncio.create_task(self.grow(tasks, data, paused)))
+    if self.placement.grows and (cfg.max_searchers or 0) > len(self.searchers): tasks.append(asyncio.create_task(self.grow(tasks, data, paused)))
     try:
         t, new = time.perf_counter(), True
         while len(self.buffer) < cfg.prefill or not self.buffer.prompts():
@@ -310,7 +311,7 @@ async def grow(self:Run, tasks:list, data, paused, poll:float=2.):
     cfg = self.cfg
     while not self.stopping and len(self.searchers) < cfg.max_searchers:
         await asyncio.sleep(poll)
-        if not placement_of(cfg).has_room(cfg): continue
+        if not self.placement.has_room(cfg): continue
         s = make_searcher(cfg, self.task, self.model, self.tok, len(self.searchers))
         try: await s.start()
         except SearcherError as e: say(f"a new searcher did not start ({e}); trying again later"); continue

@@ -12,7 +12,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from .core import _device, sequence_logprob_sums
+from .core import model_device, sequence_logprob_sums
 from .models import load_model, require, tiny_tokenizer
 from .tasks import Prompt, PromptTask, completion_text
 
@@ -42,7 +42,7 @@ class RewardModel:
 
     @torch.no_grad()
     def score(self, prompts:Sequence[str], completions:Sequence[str]) -> list:
-        out, dev = [], _device(self.model)
+        out, dev = [], model_device(self.model)
         for s in range(0, len(prompts), self.batch_size):
             texts = [p + c for p, c in zip(prompts[s:s + self.batch_size], completions[s:s + self.batch_size])]
             enc = self.tok(texts, return_tensors='pt', padding=True, truncation=True, max_length=self.max_length).to(dev)

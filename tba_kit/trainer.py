@@ -13,7 +13,7 @@ import torch
 from fastcore.basics import patch
 from torch import nn
 
-from .core import Batch, _device, completion_logprobs, sequence_logprobs, shared_prompt_logprobs
+from .core import Batch, model_device, completion_logprobs, sequence_logprobs, shared_prompt_logprobs
 from .models import require
 from .objectives import Objective
 
@@ -107,7 +107,7 @@ class Trainer:
         if precision not in ('bf16-mixed', 'fp32', 'bf16'): raise ValueError(f"precision must be 'bf16-mixed', 'fp32' or 'bf16', got {precision!r}")
         if precision != 'bf16': model.float()
         else: model.to(torch.bfloat16)
-        self.device = _device(model)
+        self.device = model_device(model)
         self.model, self.objective, self.precision, self.pad_id = model.train(), objective.to(self.device), precision, pad_id
         self.max_grad_norm, self.micro_batch_rows, self.beta, self.ref_reset_every = max_grad_norm, micro_batch_rows, beta, ref_reset_every
         self.share_prompts, self.temperature = share_prompts, temperature
