@@ -28,7 +28,8 @@ import torch
 import tba_kit.loop as L
 from tba_kit.build import WeightSync
 from tba_kit.loop import run
-from tba_kit.searchers import ENGINES, Completion, ProcessSearcher, SearcherBase
+from tba_kit.searchers import ENGINES, Completion, SearcherBase
+from tba_kit.workers import ProcessSearcher
 from tba_kit.tasks import PromptTask
 from tba_kit.trainer import Trainer
 

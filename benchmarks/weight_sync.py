@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from tba_kit.models import load_model
-from tba_kit.searchers import ProcessSearcher
+from tba_kit.workers import ProcessSearcher
 from tba_kit.weights import FileChannel, ShmChannel
 from tba_kit.tasks import PromptTask
 

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/checkpoints.html.md"""
 
 # %% ../nbs/09a_checkpoints.ipynb #87cd8d6e
 from __future__ import annotations
-import hashlib, json, logging, os, random, shutil, tempfile
+import hashlib, json, logging, os, random, shutil, tempfile, time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,7 @@ from .models import require
 
 # %% auto #0
 __all__ = ['OWN_FILES', 'CHECKPOINT_FILES', 'FIXED_ON_RESUME', 'RunLock', 'save_checkpoint', 'checkpoint_problem',
-           'find_checkpoint', 'load_checkpoint', 'check_not_live', 'resume_config']
+           'find_checkpoint', 'load_checkpoint', 'check_not_live', 'resume_config', 'set_aside']
 
 # %% ../nbs/09a_checkpoints.ipynb #fcdd947a
 _log = logging.getLogger('tba_kit')
@@ -161,3 +161,12 @@ def resume_config(cfg:Config, resume:str|Path) -> Config:
             raise ValueError(f"config field {f!r} cannot change on resume ({saved[f]!r} in {ck}, {getattr(cfg, f)!r} given): "
                              "start a new run (another out_dir) to change it; nothing was written")
     return cfg.replace(out_dir=str(ck.parent.parent) if ck.parent.name == 'checkpoints' else cfg.out_dir)  # a bare checkpoint: the config's folder
+
+# %% ../nbs/09a_checkpoints.ipynb #setasidecode
+def set_aside(out:Path) -> Path:
+    "Move what a run that never checkpointed left in `out` (metrics, timeline, evaluations, config) into out/stopped-<time>/"
+    dest = out / time.strftime('stopped-%Y%m%d-%H%M%S')
+    dest.mkdir()
+    for p in out.iterdir():
+        if p != dest and p.name != '.lock' and not p.name.startswith('stopped-'): shutil.move(str(p), str(dest / p.name))
+    return dest

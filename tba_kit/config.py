@@ -64,6 +64,7 @@ class SearchFields(ModelFields):
     # searchers
     mode:str = 'async'  # 'async' (TBA) or 'sync' (generate, then train: the on-policy baseline)
     engine:str = 'hf'  # what generates: 'hf' (transformers generate), 'vllm' (vLLM engines), or 'module:Name' (Name(config, task, policy, tokenizer, i))
+    engine_args:dict = field(default_factory=dict)  # keyword arguments of the engine's factory beyond the shared fields (hf: top_k, batch_size; vllm: top_k, ref_kv_cache_gib)
     placement:str = 'auto'  # where each searcher runs: 'process' (a worker process), 'inline' (this process), 'ray' (a Ray actor on any node); auto: process for hf, inline for vllm (its engine has its own process)
     searchers:int = 1  # number of searchers
     searcher_restarts:int = 3  # times a searcher process that died or hung is replaced with a new one (then the run stops)
@@ -141,6 +142,11 @@ class Config(SearchFields):
         "The temperature every log-prob is computed at: logprob_temperature, or the sampling temperature"
         return self.temperature if self.logprob_temperature is None else self.logprob_temperature
 
+    @property
+    def placement_name(self) -> str:
+        "The placement in effect: `placement`, 'auto' read as process for hf and inline for vllm (its engine has its own process)"
+        return ('inline' if self.engine == 'vllm' else 'process') if self.placement == 'auto' else self.placement
+
 # %% ../nbs/09_config.ipynb #12d29f92
 def _need(ok:bool, field_:str, msg:str):
     if not ok: raise ValueError(f"config field {field_!r}: {msg}")
@@ -151,14 +157,14 @@ def validate(self:Config):
     for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
     _need(0 <= self.seed < 2 ** 32, 'seed', f"must be in 0..2**32 - 1 (numpy's seeds), got {self.seed}")  # before the components that take it
     _need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
-    from tba_kit.searchers import ENGINES, PLACEMENTS
-    if self.placement == 'auto': self.placement = 'inline' if self.engine == 'vllm' else 'process'
-    _checked('engine', lambda: ENGINES.get(self.engine))
-    place = _checked('placement', lambda: PLACEMENTS.get(self.placement))()
+    from tba_kit.searchers import ENGINES, PLACEMENTS, engine_arguments
+    engine = _checked('engine', lambda: ENGINES.get(self.engine))
+    _checked('engine_args', lambda: engine_arguments(engine, self.engine_args))
+    place = _checked('placement', lambda: PLACEMENTS.get(self.placement_name))()
     place.check(self)  # the engines it places, the settings it needs
     for other in PLACEMENTS:  # a setting of another placement would be ignored silently
         for name in set(PLACEMENTS.get(other).fields) - set(place.fields):
-            _need(getattr(self, name) == _default(name), name, f"only applies with placement: {other} (placement is {self.placement!r}): set placement: {other}, or drop it")
+            _need(getattr(self, name) == _default(name), name, f"only applies with placement: {other} (placement is {self.placement_name!r}): set placement: {other}, or drop it")
     if self.engine == 'vllm':
         _need(self.model != 'tiny', 'model', "vLLM serves a model folder: save the tiny model with save_pretrained and pass the folder")
         _need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
@@ -317,7 +323,7 @@ def resolve_precision(self:Config) -> tuple:
         dt, reason = ('float32', _CPU_TRAINER) if self.device == 'cpu' else fast_dtype(self.device)
         kw['precision'] = 'bf16-mixed' if dt == 'bfloat16' else 'fp32'; why.setdefault(reason, []).append(f"trainer {kw['precision']}")
     if self.searcher_dtype == 'auto':  # process searchers generate on the CPU; in-process ones where the policy is
-        dev = self.device if self.placement == 'inline' and self.engine == 'hf' else 'cuda' if self.engine == 'vllm' and 'cuda' in self.device else 'cpu'
+        dev = self.device if self.placement_name == 'inline' and self.engine == 'hf' else 'cuda' if self.engine == 'vllm' and 'cuda' in self.device else 'cpu'
         kw['searcher_dtype'], reason = fast_dtype(dev); why.setdefault(reason, []).append(f"searchers {kw['searcher_dtype']}")
     return (self.replace(**kw) if kw else self), '; '.join(f"{', '.join(what)}: {reason}" for reason, what in why.items())
 

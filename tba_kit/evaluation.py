@@ -17,7 +17,7 @@ from .metrics import bootstrap_ci
 from .tasks import encode_prompts
 
 # %% auto #0
-__all__ = ['evaluate', 'kl_to_reference']
+__all__ = ['evaluate', 'kl_to_reference', 'eval_line']
 
 # %% ../nbs/06g_evaluation.ipynb #09f5e5e4
 def evaluate(
@@ -86,3 +86,10 @@ def kl_to_reference(
     logp = [float(lp.sum()) for g in groups for _, lp in g]
     ref_lp = sequence_logprob_sums(ref, P, [c for g in groups for c, _ in g], tokenizer.pad_token_id, batch_size, temperature)
     return sum(a - b for a, b in zip(logp, ref_lp)) / len(logp)
+
+# %% ../nbs/06g_evaluation.ipynb #evlinecode
+def eval_line(res:dict) -> str:
+    "Held-out accuracy (greedy, and sampled when measured) with 95% intervals, as one line for the terminal"
+    part = lambda k, what: f"{what} {res[k]:.1%} [{res[k + '_lo']:.1%}, {res[k + '_hi']:.1%}]" if k + '_lo' in res else None
+    parts = [p for p in (part('eval/accuracy', 'held-out accuracy: greedy'), part('eval/sampled_accuracy', 'sampled')) if p]
+    return ', '.join(parts)

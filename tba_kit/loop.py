@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/loop.html.md"""
 
 # %% ../nbs/10_loop.ipynb #10e1b7ec
 from __future__ import annotations
-import asyncio, copy, json, logging, random, shutil, sys, time
+import asyncio, copy, json, logging, random, sys, time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +14,7 @@ import torch
 from fastcore.basics import patch
 
 from .buffer import ReplayBuffer
-from .checkpoints import RunLock, find_checkpoint, load_checkpoint, resume_config, save_checkpoint
+from .checkpoints import RunLock, find_checkpoint, load_checkpoint, resume_config, save_checkpoint, set_aside
 from .build import WeightSync, kl_schedule, make_objective, make_policy, make_sampler, make_searcher, make_searchers
 from .config import Config, given
 from .core import collate
@@ -22,9 +22,10 @@ from .metrics import diversity_metrics
 from .models import require
 from .records import SINKS, RunLog, RunSummary
 from .runtime import ClockBar, PromptStream, RewardGuard, Status, TrainerFirst, check_model_path, check_writable, say
-from .evaluation import evaluate as evaluate_policy
-from .searchers import SearcherError, placement_of, plain_model
-from .tasks import RewardError, make_task
+from .evaluation import eval_line, evaluate as evaluate_policy
+from .pool import SearchPool
+from .searchers import placement_of, plain_model
+from .tasks import make_task
 from .trainer import Trainer
 from .vllm_searcher import import_vllm
 
@@ -32,7 +33,7 @@ _log = logging.getLogger('tba_kit')  # warnings (a failed measurement); status l
 
 
 # %% auto #0
-__all__ = ['Run', 'eval_line', 'set_aside', 'run']
+__all__ = ['Run', 'run']
 
 # %% ../nbs/10_loop.ipynb #283e390c
 class Run:
@@ -81,14 +82,16 @@ class Run:
         self.out = Path(cfg.out_dir)
         self.log = RunLog(self.out)  # metrics, timeline and clocks; its sinks start with the run
         self.guard = RewardGuard()
-        self.searchers, self.weights, self.stopping = [], None, False  # weights: the WeightSync, once searchers exist
-        self.last_trajs, self.diversity_task = [], None  # the latest search's completions; a measurement in a worker thread
+        self.pool = SearchPool(cfg, self.placement, self.buffer, self.stream, self.guard, self.log,
+                               lambda i: make_searcher(cfg, self.task, self.model, self.tok, i))  # the searchers and what they share with the trainer
+        self.weights, self.diversity_task, self.bar = None, None, None  # the WeightSync, once searchers exist; a measurement in a thread; the display
         self.stop_requested = self.interrupted = self.failed = False
-        self.search_stats, self.last_acc = [], None
-        self.made = self.rows_trained = 0  # completions searched, rows trained: the search_ratio budget
-        self.hungry, self.search_gate, self.held = False, asyncio.Event(), 0.  # trainer waiting for data; set at each step; seconds searchers were held
+        self.last_acc = None
         self.tuning = TrainerFirst()  # the interpreter's settings while the run trains
         self.summary = RunSummary(str(self.out), 0, 0.)
+
+    @property
+    def searchers(self) -> list: return self.pool.searchers  # the pool's list: searchers that join mid-run are in it
 
 # %% ../nbs/10_loop.ipynb #fcc73c26
 @patch
@@ -105,66 +108,12 @@ async def hand_out(self:Run, handle, t:float, reset_ref:bool=False) -> float:
     self.log.span('trainer', 'sync', t, version=handle.version)
     return time.perf_counter() - t
 
-# searching -----------------------------------------------------------------------------------------------------
-
-@patch
-async def search_once(self:Run, searcher, prompts, k:int|None=None) -> list:
-    "One search of `k` completions per prompt (default: `k`); a failed reward batch is counted and skipped"
-    t = time.perf_counter()
-    try: res = await searcher.search(prompts, k or self.cfg.k)
-    except RewardError as e:
-        self.log.span(searcher.name, 'search', t, completions=0)
-        self.guard.failure(e); return []
-    trajs = res.trajectories
-    self.log.span(searcher.name, 'search', t, completions=len(trajs), version=min((x.version for x in trajs), default=None))
-    self.guard.success(); self.guard.scored(len(trajs), len(trajs) + int(res.metrics.get('search/unscored', 0)))
-    self.search_stats.append((searcher.name, res.metrics))
-    if trajs: self.last_trajs = trajs
-    return trajs
-
-@patch
-async def searcher_loop(self:Run, searcher, data:asyncio.Event, paused:asyncio.Event):
-    while not self.stopping:
-        await paused.wait()
-        if not self.may_search():  # far enough ahead of the trainer (search_ratio): wait for its next step
-            t = time.perf_counter()
-            self.search_gate.clear(); await self.search_gate.wait()
-            self.held += time.perf_counter() - t; continue
-        trajs = await self.search_once(searcher, self.stream.take(self.cfg.search_prompts), self.cfg.search_k)
-        self.made += len(trajs)
-        self.buffer.add(trajs)
-        data.set()
-
-@patch
-def may_search(self:Run) -> bool:
-    "Within the search_ratio budget, or the trainer is waiting for data (dedup or eviction can keep the buffer short of what was made)"
-    r = self.cfg.search_ratio
-    return r is None or self.hungry or self.made < self.cfg.prefill + r * self.rows_trained
-
-@patch
-def drain_search_stats(self:Run) -> dict:
-    "Searcher metrics since the last step: throughput summed over searchers (they run side by side), calls, unscored"
-    st, self.search_stats = self.search_stats, []
-    held = {}
-    if self.cfg.search_ratio is not None: held, self.held = {'search/held_seconds': self.held}, 0.  # seconds searchers waited for the trainer
-    if not st: return held
-    per = {}
-    for name, m in st:
-        tok, sec = per.get(name, (0, 0.))
-        per[name] = (tok + m['search/tokens'], sec + m['search/seconds'])
-    out = {'search/tokens_per_s': sum(t / max(s, 1e-9) for t, s in per.values()), 'search/calls': len(st),
-           'search/completions': sum(m['search/completions'] for _, m in st), 'search/unscored': sum(m['search/unscored'] for _, m in st), **held}
-    loads = [m['sync/load_seconds'] for _, m in st if 'sync/load_seconds' in m]
-    if loads: out['sync/load_seconds'] = max(loads)
-    return out
-
-# evaluation and logging ----------------------------------------------------------------------------------------
 
 # %% ../nbs/10_loop.ipynb #d078b3ef
 @patch
-async def evaluate(self:Run, paused:asyncio.Event|None=None, sampled:bool=False) -> dict:  # sampled: also eval_samples per problem
+async def evaluate(self:Run, sampled:bool=False) -> dict:  # sampled: also eval_samples per problem
     if not self.cfg.eval or not self.task.prompts('test'): return {}
-    if paused is not None: paused.clear()  # no new searches while evaluating
+    self.pool.searching.clear()  # no new searches while evaluating
     t, what = time.perf_counter(), f"evaluating at step {self.trainer.step_count}"
     def progress(done, n, phase):
         if self.interrupted: raise asyncio.CancelledError()  # the run is being interrupted: stop between batches
@@ -177,7 +126,7 @@ async def evaluate(self:Run, paused:asyncio.Event|None=None, sampled:bool=False)
                                       self.cfg.logprob_temp, progress, self.cfg.eval_samples if sampled else 0)
     finally:
         self.status.done()
-        if paused is not None: paused.set()
+        self.pool.searching.set()
     self.log.eval_seconds += time.perf_counter() - t
     self.log.span('trainer', 'eval', t, step=self.trainer.step_count)
     examples = self.out / 'evals' / f"step_{self.trainer.step_count:06d}.jsonl"  # the greedy answers, to look at later
@@ -187,23 +136,17 @@ async def evaluate(self:Run, paused:asyncio.Event|None=None, sampled:bool=False)
     if line := eval_line(res): self.status.show(f"step {self.trainer.step_count}: {line}")
     return res
 
-def eval_line(res:dict) -> str:
-    "Held-out accuracy (greedy, and sampled when measured) with 95% intervals, as one line for the terminal"
-    part = lambda k, what: f"{what} {res[k]:.1%} [{res[k + '_lo']:.1%}, {res[k + '_hi']:.1%}]" if k + '_lo' in res else None
-    parts = [p for p in (part('eval/accuracy', 'held-out accuracy: greedy'), part('eval/sampled_accuracy', 'sampled')) if p]
-    return ', '.join(parts)
-
 @patch
-def record(self:Run, metrics:dict, bar=None):
+def record(self:Run, metrics:dict, step:bool=False):
+    "Add a row to the run's log; a step's row also moves the progress display"
     row = self.log.row(self.trainer.step_count, {**metrics, 'reward/failed_batches': self.guard.failed})
-    if bar is not None:
+    if step and self.bar is not None:
+        bar = self.bar
         post = {'reward': row.get('reward/mean', float('nan'))}
         if 'eval/accuracy' in row: self.last_acc = row['eval/accuracy']
         if self.last_acc is not None: post['acc'] = self.last_acc
         if 'buffer/staleness_mean' in row: post['stale'] = row['buffer/staleness_mean']
         bar.set_postfix({k: f"{v:.3g}" for k, v in post.items()}); bar.update(1)
-
-# the two schedules ---------------------------------------------------------------------------------------------
 
 @patch
 def diversity(self:Run, start:bool=True) -> dict:
@@ -213,8 +156,8 @@ def diversity(self:Run, start:bool=True) -> dict:
         self.diversity_task = None
         if task.exception() is None: out = task.result()
         else: _log.warning(f"diversity metrics failed: {task.exception()!r}")
-    if start and cfg.diversity_every and self.trainer.step_count % cfg.diversity_every == 0 and self.diversity_task is None and self.last_trajs:
-        t, step = self.last_trajs, self.trainer.step_count
+    if start and cfg.diversity_every and self.trainer.step_count % cfg.diversity_every == 0 and self.diversity_task is None and self.pool.last:
+        t, step = self.pool.last, self.trainer.step_count
         def measure():
             t0 = time.perf_counter()
             d = diversity_metrics([x.prompt_id for x in t], [x.meta.get('text', '') for x in t], [x.reward for x in t],
@@ -233,29 +176,29 @@ def _step(self:Run, batch, sync:bool):
     return m, (self.weights.snapshot(self.model, self.trainer.version), t)
 
 @patch
-async def train_step(self:Run, batch, sample_stats:dict, wait:float, bar, paused=None):
+async def train_step(self:Run, batch, sample_stats:dict, wait:float):
     cfg, t = self.cfg, time.perf_counter()
-    self.hungry = False
+    self.pool.hungry = False
     sync = cfg.mode == 'async' and (self.trainer.step_count + 1) % cfg.sync_every == 0  # sync mode publishes before each step
     step = asyncio.ensure_future(asyncio.to_thread(self._step, batch, sync))
     try: m, snap = await asyncio.shield(step)
     except asyncio.CancelledError:  # interrupted: the step in flight finishes, so that the checkpoint holds it
-        self.record({**(await step)[0], **sample_stats}, bar); raise
+        self.record({**(await step)[0], **sample_stats}, step=True); raise
     self.log.span('trainer', 'train', t, step=self.trainer.step_count)
-    self.rows_trained += len(batch.rewards); self.search_gate.set()
+    self.pool.trained(len(batch.rewards))
     m.update(sample_stats); m['train/wait_seconds'] = wait
     try:
         if snap is not None: m['sync/seconds'] = await self.hand_out(*snap, reset_ref='ref/reset' in m)
         elif 'ref/reset' in m: m['sync/seconds'] = await self.publish(reset_ref=True)  # a reset goes out at once
         if snap is not None or 'ref/reset' in m: self.buffer.mark_sync()
-        m.update(self.drain_search_stats())
+        m.update(self.pool.metrics())
         m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
         if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0 and not (cfg.eval and self.done()):  # the last step: evaluated after the run
-            m.update(await self.evaluate(paused))
+            m.update(await self.evaluate())
         m.update(self.diversity())
     except asyncio.CancelledError:  # interrupted while syncing or evaluating: the step is trained and checkpointed, so its row is kept
-        self.record(m, bar); raise
-    self.record(m, bar)  # before the checkpoint: a run killed between the two trains the step again and rewrites its row
+        self.record(m, step=True); raise
+    self.record(m, step=True)  # before the checkpoint: a run killed between the two trains the step again and rewrites its row
     if cfg.checkpoint_every and self.trainer.step_count % cfg.checkpoint_every == 0: self.checkpoint()
     self.tuning.step_done()
 
@@ -276,64 +219,31 @@ def done(self:Run) -> bool:
 
 # %% ../nbs/10_loop.ipynb #cc3a55b4
 @patch
-async def train_async(self:Run, bar):
-    cfg, data, paused = self.cfg, asyncio.Event(), asyncio.Event()
-    paused.set()
-    tasks = [asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}") for s in self.searchers]
-    if self.placement.grows and (cfg.max_searchers or 0) > len(self.searchers): tasks.append(asyncio.create_task(self.grow(tasks, data, paused)))
+async def train_async(self:Run):
+    cfg, pool = self.cfg, self.pool
+    pool.start()
     try:
         t, new = time.perf_counter(), True
         while len(self.buffer) < cfg.prefill or not self.buffer.prompts():
             what = f"pre-filling the buffer: {len(self.buffer)} of {cfg.prefill} completions"
             if what != self.status.text: self.status(what, new=new); new = False
-            await self._wait_data(data, tasks, t, what)
+            await pool.wait_data(t, what)
         self.status.done()
         self.buffer.mark_sync()
         while not self.done():
             t = time.perf_counter()
             while not self.sampler.ready(self.buffer, self.trainer.version):  # e.g. nothing within max_staleness yet
-                await self._wait_data(data, tasks, t, 'waiting for completions the sampler may draw')
+                await pool.wait_data(t, 'waiting for completions the sampler may draw')
             now = time.perf_counter()
             t, wait = now, now - t  # idle: waiting for data, not sampling it
             sample = self.sampler.sample(self.buffer, cfg.prompts_per_step, cfg.k, version=self.trainer.version)
             batch = sample.collate(self.tok.pad_token_id)
-            await self.train_step(batch, {**sample.stats, 'train/sample_seconds': time.perf_counter() - t}, wait, bar, paused)
-            for tk in tasks:
-                if tk.done() and tk.exception(): raise tk.exception()
-    finally:
-        self.stopping = True  # also ends a searcher loop whose cancellation was lost
-        for tk in tasks: tk.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            await self.train_step(batch, {**sample.stats, 'train/sample_seconds': time.perf_counter() - t}, wait)
+            pool.check()
+    finally: await pool.stop()
 
 @patch
-async def grow(self:Run, tasks:list, data, paused, poll:float=2.):
-    "A placement that grows (Ray's): start searchers while it has room for one, up to `max_searchers` (a node added mid-run gets one)"
-    cfg = self.cfg
-    while not self.stopping and len(self.searchers) < cfg.max_searchers:
-        await asyncio.sleep(poll)
-        if not self.placement.has_room(cfg): continue
-        s = make_searcher(cfg, self.task, self.model, self.tok, len(self.searchers))
-        try: await s.start()
-        except SearcherError as e: say(f"a new searcher did not start ({e}); trying again later"); continue
-        await self.weights.join(s)
-        tasks.append(asyncio.create_task(self.searcher_loop(s, data, paused), name=f"search-{s.name}"))
-        say(f"searcher {s.name} joined on {s.where['host']} (node {s.where['node'][:8]}): {len(self.searchers)} searchers")
-    await asyncio.Event().wait()  # done growing: stays pending, so that waiting for data never wakes for it
-
-@patch
-async def _wait_data(self:Run, data, tasks, t0, what):
-    data.clear()
-    self.hungry = True; self.search_gate.set()  # searchers held by search_ratio search again
-    for tk in tasks:
-        if tk.done() and tk.exception(): raise tk.exception()
-    left = self.cfg.wait_timeout - (time.perf_counter() - t0)
-    if left <= 0: raise TimeoutError(f"the trainer waited {self.cfg.wait_timeout:.0f} s (wait_timeout) while {what}; are the searchers alive?")
-    waiter = asyncio.ensure_future(data.wait())
-    try: await asyncio.wait([waiter, *tasks], timeout=min(left, 5), return_when=asyncio.FIRST_COMPLETED)
-    finally: waiter.cancel()
-
-@patch
-async def train_sync(self:Run, bar):
+async def train_sync(self:Run):
     cfg = self.cfg
     while not self.done():
         t, pub = time.perf_counter(), 0.
@@ -342,7 +252,7 @@ async def train_sync(self:Run, bar):
             self.buffer.mark_sync()
         prompts = self.stream.take(cfg.prompts_per_step)
         shards = [prompts[i::len(self.searchers)] for i in range(len(self.searchers))]
-        got = await asyncio.gather(*(asyncio.wait_for(self.search_once(s, sh), cfg.search_timeout) for s, sh in zip(self.searchers, shards) if sh))
+        got = await asyncio.gather(*(asyncio.wait_for(self.pool.search_once(s, sh), cfg.search_timeout) for s, sh in zip(self.searchers, shards) if sh))
         trajs, gen_s = [x for g in got for x in g], time.perf_counter() - t
         self.buffer.add(trajs)
         groups = {}
@@ -353,7 +263,7 @@ async def train_sync(self:Run, bar):
         lag = [self.trainer.version - x.version for g in groups for x in g]
         stats = {'buffer/staleness_mean': float(np.mean(lag)), 'buffer/staleness_max': max(lag), 'sample/reward_mean': float(np.mean([x.reward for g in groups for x in g])), 'sync/seconds': pub,
                  'train/generate_seconds': gen_s}
-        await self.train_step(collate(groups, self.tok.pad_token_id), stats, 0., bar)
+        await self.train_step(collate(groups, self.tok.pad_token_id), stats, 0.)
 
 # %% ../nbs/10_loop.ipynb #08605426
 @patch
@@ -368,14 +278,6 @@ def checkpoint(self:Run) -> Path:
     self.summary.checkpoint = str(p)
     self.tuning.collect()  # the trainer waits for the checkpoint anyway
     return p
-
-def set_aside(out:Path) -> Path:
-    "Move what a run that never checkpointed left in `out` (metrics, timeline, evaluations, config) into out/stopped-<time>/"
-    dest = out / time.strftime('stopped-%Y%m%d-%H%M%S')
-    dest.mkdir()
-    for p in out.iterdir():
-        if p != dest and p.name != '.lock' and not p.name.startswith('stopped-'): shutil.move(str(p), str(dest / p.name))
-    return dest
 
 @patch
 def save_on_exit(self:Run):
@@ -398,7 +300,7 @@ async def _locked(self:Run, resume) -> RunSummary:
             raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
                                   "or choose another out_dir (--out_dir=...); nothing was overwritten")
         say(f"{self.out} holds a run that stopped before its first checkpoint: its files were moved to {set_aside(self.out)}; starting afresh")
-    self.searchers = make_searchers(cfg, self.task, self.model, self.tok)  # before a resume: references start as the initial policy
+    self.pool.searchers = make_searchers(cfg, self.task, self.model, self.tok)  # before a resume: references start as the initial policy
     if resume is not None:
         ck = find_checkpoint(resume)
         extra = load_checkpoint(ck, self.parts())
@@ -419,13 +321,13 @@ async def _locked(self:Run, resume) -> RunSummary:
 # %% ../nbs/10_loop.ipynb #d7d92f8a
 @patch
 async def _train(self:Run, resume) -> RunSummary:
-    cfg, bar = self.cfg, None
-    self.weights = WeightSync(self.searchers, cfg)
+    cfg = self.cfg
+    self.weights = self.pool.weights = WeightSync(self.searchers, cfg)
     try:
         if callable(self.progress):  # a custom display, e.g. the notebook dashboard: shown from the start
-            bar = self.progress(self)
-            if hasattr(bar, 'phase'): self.status.show = bar.phase
-        self.status(f"starting {len(self.searchers)} {cfg.engine} searcher(s) ({cfg.placement}) with {cfg.model!r}", new=True)
+            self.bar = self.progress(self)
+            if hasattr(self.bar, 'phase'): self.status.show = self.bar.phase
+        self.status(f"starting {len(self.searchers)} {cfg.engine} searcher(s) ({cfg.placement_name}) with {cfg.model!r}", new=True)
         await asyncio.gather(*(s.start() for s in self.searchers if hasattr(s, 'start')))
         if resume is not None and cfg.ref_reset_every and cfg.ref_on == 'searcher':
             await self.publish(reset_ref=True, role='reference')  # the reference as of the last reset
@@ -434,10 +336,10 @@ async def _train(self:Run, resume) -> RunSummary:
         if self.summary.eval_before: self.record({**self.summary.eval_before, 'train/step_seconds': 0.})
         if self.progress is True:
             tqdm = require('tqdm.auto', 'pip install tqdm').tqdm
-            bar = (ClockBar(self, tqdm) if cfg.time_limit else
+            self.bar = (ClockBar(self, tqdm) if cfg.time_limit else
                    tqdm(total=cfg.steps, initial=self.trainer.step_count, desc=f"{cfg.mode} {cfg.objective}", dynamic_ncols=True))
             self.status.show = lambda line: tqdm.write(f"tba_kit: {line}", file=sys.stderr)  # above the bar
-        await (self.train_async(bar) if cfg.mode == 'async' else self.train_sync(bar))
+        await (self.train_async() if cfg.mode == 'async' else self.train_sync())
         if self.diversity_task is not None:  # the measurement still in flight: log it rather than drop it
             await asyncio.wait([self.diversity_task], timeout=cfg.wait_timeout)
             if d := self.diversity(start=False): self.record(d)
@@ -446,7 +348,7 @@ async def _train(self:Run, resume) -> RunSummary:
         self.failed = True; raise
     finally:
         self.status.done()
-        if bar is not None: bar.close()
+        if self.bar is not None: self.bar.close()
         await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
         self.weights.close()
         if self.failed: self.save_on_exit()

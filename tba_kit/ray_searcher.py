@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .searchers import Placement, ProcessSearcher, SearcherError, SearcherLost, config_error, unpack_group, worker_generator, worker_kwargs
+from .searchers import Placement, SearcherError, SearcherLost, config_error, unpack_group
+from .workers import ProcessSearcher, worker_generator, worker_kwargs
 from .weights import WeightChannel, WeightHandle, flat_source, buffer_view, fill_flat, flat_layout
 from .tasks import RewardError, make_task, score
 
@@ -198,7 +199,7 @@ def ray_searcher(cfg, task, policy, tokenizer, i:int) -> RaySearcher:
         kw['score'] = dict(task=cfg.task, task_args=cfg.task_args, timeout=cfg.reward_timeout)
     if cfg.engine == 'vllm':
         from tba_kit.vllm_searcher import vllm_kwargs
-        kw |= dict(generator='tba_kit.vllm_searcher:VLLMWorker', worker=vllm_kwargs(cfg, i), ref=False, tiny=None)
+        kw |= dict(generator='tba_kit.vllm_searcher:VLLMWorker', worker=vllm_kwargs(cfg, i, **cfg.engine_args), ref=False, tiny=None)
     return RaySearcher(**kw, name=f'ray{i}', cpus=cfg.searcher_cpus, gpus=cfg.searcher_gpus, resources=cfg.searcher_resources, address=cfg.ray_address)
 
 class RayPlacement(Placement):

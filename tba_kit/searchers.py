@@ -1,4 +1,4 @@
-"""Searchers generate K completions per prompt with a possibly stale policy, score them, and return trajectories stamped with their policy version; `HFSearcher` runs in-process, `ProcessSearcher` in its own worker process.
+"""Searchers generate K completions per prompt with a possibly stale policy, score them, and return trajectories stamped with their policy version; `HFSearcher` runs in-process (`ProcessSearcher`, in `workers`, in a worker process of its own).
 
 Docs: https://tba-kit.github.io/tba_kit/searchers.html.md"""
 
@@ -6,31 +6,25 @@ Docs: https://tba-kit.github.io/tba_kit/searchers.html.md"""
 
 # %% ../nbs/07_searchers.ipynb #4c15f59d
 from __future__ import annotations
-import asyncio, copy, importlib, logging, os, time, traceback
+import asyncio, copy, inspect, time, typing
 from dataclasses import dataclass
-import multiprocessing as mp
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
 import numpy as np
-
-from fastcore.basics import patch
 
 import torch
 from torch import nn
 
 from .core import Registry, Trajectory, sequence_logprob_sums
 from .generation import generate_completions
-from .models import load_model
 from .tasks import Prompt, encode_prompts, score
 from .weights import FileChannel, ShmChannel, WeightChannel, WeightHandle, install_state
 
-_log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
 
 # %% auto #0
-__all__ = ['ENGINES', 'PLACEMENTS', 'Searcher', 'PendingWeights', 'Completion', 'Rollouts', 'pack_group', 'unpack_group',
-           'SearchResult', 'SearcherBase', 'HFSearcher', 'worker_generator', 'SearcherError', 'SearcherLost',
-           'ProcessSearcher', 'plain_model', 'hf_searcher', 'worker_kwargs', 'config_error', 'Placement', 'Inline',
-           'Process', 'placement_of']
+__all__ = ['ENGINES', 'PLACEMENTS', 'Searcher', 'SearcherError', 'SearcherLost', 'PendingWeights', 'Completion', 'Rollouts',
+           'pack_group', 'unpack_group', 'SearchResult', 'SearcherBase', 'Generator', 'HFSearcher', 'plain_model',
+           'hf_searcher', 'engine_arguments', 'config_error', 'Placement', 'Inline', 'placement_of']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -42,6 +36,9 @@ class Searcher(Protocol):
     async def search(self, prompts:Sequence[Prompt], k:int) -> SearchResult: ...
     async def load_weights(self, handle:WeightHandle, reset_ref:bool=False) -> None: ...
     async def aclose(self) -> None: ...
+
+class SearcherError(RuntimeError): "A searcher failed, timed out or died"
+class SearcherLost(SearcherError): "A searcher's process or actor died or stopped answering (it is restarted, up to `max_restarts` times)"
 
 # %% ../nbs/07_searchers.ipynb #33311b26
 class PendingWeights:
@@ -155,7 +152,7 @@ class SearcherBase:
     def load_state_dict(self, state:dict): pass
 
 # %% ../nbs/07_searchers.ipynb #e2aa2ec8
-class _Generator:
+class Generator:
     "The model side of a searcher: policy, reference, generation; used in-process and inside worker processes"
     def __init__(self, model, tokenizer, ref='copy', gen:dict|None=None):
         self.model, self.tok, self.gen = model.eval(), tokenizer, dict(gen or {})
@@ -197,7 +194,7 @@ class HFSearcher(SearcherBase):
                  batch_size:int=64,  # rows per generate call
                  name:str='hf0'):
         self.reward, self.name = reward, name
-        self._gen = _Generator(model, tokenizer, ref, dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
+        self._gen = Generator(model, tokenizer, ref, dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
                                                            logprob_temperature=logprob_temperature, batch_size=batch_size))
         self._pending, self._lock = self._gen.pending, asyncio.Lock()
 
@@ -213,192 +210,39 @@ class HFSearcher(SearcherBase):
     async def aclose(self): pass
     def __repr__(self): return f"HFSearcher({self.name!r}, version={self.version}, {self._gen.gen})"
 
-# %% ../nbs/07_searchers.ipynb #37e239a1
-def worker_generator(spec:dict) -> _Generator:
-    "The generator of a searcher worker (a process, a Ray actor) from its spec: threads, niceness and seed set, model loaded"
-    torch.set_num_threads(spec['threads'])
-    if spec.get('nice'): os.nice(spec['nice'])  # a lower CPU priority: the trainer gets the cores first
-    if spec.get('seed') is not None: torch.manual_seed(spec['seed'])
-    if spec.get('generator'): return Registry('generator').get(spec['generator'])(spec)  # 'module:Name', e.g. a simulated engine
-    if spec.get('tiny') is not None:
-        from tba_kit.models import tiny_model
-        model, tok = tiny_model(**spec['tiny'])
-    else: model, tok = load_model(spec['model'], dtype=spec['dtype'])
-    return _Generator(model, tok, 'copy' if spec['ref'] else None, spec['gen'])
-
-@patch
-def run_packed(self:_Generator, prompts, k, loads, seed:int|None=None):
-    "`run` seeded per search (a restarted or resumed worker samples as the lost one would have), as (version, [Rollouts], load seconds)"
-    if seed is not None: torch.manual_seed(seed)
-    version, groups, load_s = self.run(prompts, k, loads)
-    return version, [pack_group(g) for g in groups], load_s
-
-def _worker_main(conn, spec:dict):
-    "Entry point of a searcher process: load the model, then serve requests until 'close' or the parent goes away"
-    try:
-        import ctypes, signal
-        ctypes.CDLL('libc.so.6').prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: die with the parent
-    except Exception: pass
-    try:
-        gen = worker_generator(spec)
-        conn.send(('ready', os.getpid()))
-    except Exception as e:
-        conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc())); return
-    while True:
-        try: msg = conn.recv()
-        except (EOFError, OSError): return
-        if msg[0] == 'close': conn.send(('closed',)); return
-        try:
-            _, prompts, k, loads, seed = msg
-            conn.send(('ok', gen.run_packed(prompts, k, loads, seed)))
-        except Exception as e:
-            conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc()))
-
-# %% ../nbs/07_searchers.ipynb #8e6af5e0
-class SearcherError(RuntimeError): "A searcher process failed, timed out or died"
-class SearcherLost(SearcherError): "A searcher process died or stopped answering (it is restarted, up to `max_restarts` times)"
-
-class ProcessSearcher(SearcherBase):
-    "A transformers searcher in its own spawned process; start it with `await searcher.start()`"
-    def __init__(self,
-                 model:str,  # hub name, local folder or 'smollm2-135m-instruct' (loaded by the worker)
-                 reward=None,  # TRL-style reward function, called in this process
-                 dtype:str='bfloat16',
-                 ref:bool=True,  # compute reference log-probs in the worker (a frozen copy of the starting weights)
-                 threads:int=1,  # torch threads of the worker
-                 nice:int=0,  # added to the worker's CPU niceness (0-19): > 0 lets the trainer's threads go first on shared cores
-                 seed:int|None=None,  # the worker's torch seed
-                 max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0, batch_size:int=64,
-                 logprob_temperature:float|None=None,  # behaviour and reference log-probs of softmax(logits / this) (None: `temperature`)
-                 name:str='proc0',
-                 timeout:float=600.,  # seconds allowed for one search
-                 start_timeout:float=600.,  # seconds allowed for starting (loading the model)
-                 max_restarts:int=3,  # a worker that dies or hangs is replaced this many times, then the search fails
-                 tiny:dict|None=None,  # build `tiny_model(**tiny)` instead of loading `model` (tests)
-                 generator:str|None=None,  # 'module:Name': Name(spec) is the worker's generator (has `run_packed`) instead of a model's
-                 worker:dict|None=None):  # settings for that generator (spec['worker'])
-        self.reward, self.name, self.timeout, self.start_timeout, self.version = reward, name, timeout, start_timeout, 0
-        self.max_restarts, self.restarts, self.searches = max_restarts, 0, 0
-        if not 0 <= nice <= 19: raise ValueError(f"nice must be in 0..19, got {nice}")
-        self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny, generator=generator, worker=worker,
-                         gen=dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, batch_size=batch_size,
-                                  logprob_temperature=logprob_temperature))
-        self.proc = self.conn = None
-        self._pending, self._lock = PendingWeights(), asyncio.Lock()
-
-    async def start(self):
-        "Spawn the worker and wait until its model is loaded"
-        if self.proc is not None: return self
-        ctx = mp.get_context('spawn')
-        self.conn, child = ctx.Pipe()
-        target = importlib.import_module('tba_kit.searchers')._worker_main  # by module, also when this class is defined in a notebook
-        self.proc = ctx.Process(target=target, args=(child, self.spec), name=f"tba_kit-{self.name}", daemon=True)
-        self.proc.start(); child.close()
-        try: msg = await self._recv(self.start_timeout, 'start')
-        except BaseException: await self.aclose(); raise
-        if msg[0] != 'ready': await self.aclose(); raise SearcherError(f"searcher {self.name!r} failed to start: {msg[1]}\n{msg[2]}")
-        return self
-
-    def __repr__(self):
-        state = 'stopped' if self.proc is None else f"pid {self.proc.pid}"
-        return f"ProcessSearcher({self.name!r}, {self.spec['model'] if self.spec['tiny'] is None else 'tiny'}, {state}, version={self.version})"
-
-# %% ../nbs/07_searchers.ipynb #edf40f35
-@patch
-async def _recv(self:ProcessSearcher, timeout:float, what:str):
-    "The next message from the worker, waiting without a thread; errors if it dies or exceeds `timeout`"
-    loop, fd = asyncio.get_running_loop(), self.conn.fileno()
-    fut = loop.create_future()
-    loop.add_reader(fd, lambda: fut.done() or fut.set_result(None))
-    try:
-        deadline = time.monotonic() + timeout
-        while not self.conn.poll():
-            if not self.proc.is_alive():
-                raise SearcherLost(f"searcher {self.name!r} process died (exit code {self.proc.exitcode}) during {what}")
-            left = deadline - time.monotonic()
-            if left <= 0: raise SearcherLost(f"searcher {self.name!r} did not answer {what} within {timeout:.0f} s")
-            await asyncio.wait([fut], timeout=min(left, 1.0))  # not wait_for: on 3.11 it can swallow a cancellation
-    finally: loop.remove_reader(fd)
-    try: return self.conn.recv()
-    except (EOFError, OSError) as e: raise SearcherLost(f"searcher {self.name!r} process went away during {what}") from e
-
-# %% ../nbs/07_searchers.ipynb #9b4dfeec
-@patch
-async def _generate(self:ProcessSearcher, prompts, k):
-    while True:
-        try: return await self._search(prompts, k)
-        except SearcherLost as e:
-            if self.restarts >= self.max_restarts: raise SearcherError(f"{e}; it was restarted {self.restarts} times already (max_restarts): giving up") from e
-            self.restarts += 1
-            _log.warning(f"{e}: restarting it ({self.restarts} of {self.max_restarts}) with the current weights; its prompts are searched again")
-            await self.aclose(timeout=1.); self._pending.restore()
-            await self.start()
-
-@patch
-async def _search(self:ProcessSearcher, prompts, k):
-    await self.start()  # (again, after a restart)
-    self.searches += 1
-    seed = None if self.spec['seed'] is None else self.spec['seed'] * 1_000_003 + self.searches
-    async with self._lock:
-        try: version, groups, load_s = await self._ask(prompts, k, self._pending.take(), seed)
-        finally: self._pending.done()
-    self.version = version
-    return version, [unpack_group(r) for r in groups], load_s
-
-@patch
-async def _ask(self:ProcessSearcher, prompts, k, loads, seed):
-    "The worker's (version, [Rollouts], load seconds) for one search"
-    try: self.conn.send(('search', prompts, k, loads, seed))
-    except (BrokenPipeError, ConnectionResetError) as e: raise SearcherLost(f"searcher {self.name!r} process went away before a search") from e
-    msg = await self._recv(self.timeout, 'search')
-    if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
-    return msg[1]
-
-@patch
-async def load_weights(self:ProcessSearcher, handle:WeightHandle, reset_ref:bool=False): self._pending.add(handle, reset_ref)
-
-@patch
-def state_dict(self:ProcessSearcher) -> dict: return {'searches': self.searches}  # seeds the next search: a resume samples on
-@patch
-def load_state_dict(self:ProcessSearcher, state:dict): self.searches = state.get('searches', 0)
-
-@patch
-async def aclose(self:ProcessSearcher, timeout:float=10.):
-    "Stop the worker: ask, then terminate, then kill; never leaves the process behind"
-    if self.proc is None: return
-    proc, conn, self.proc = self.proc, self.conn, None
-    try:
-        if proc.is_alive() and not self._lock.locked():
-            conn.send(('close',))
-            await asyncio.to_thread(proc.join, timeout)
-    except (OSError, BrokenPipeError): pass
-    finally:
-        if proc.is_alive(): proc.terminate(); await asyncio.to_thread(proc.join, 5)
-        if proc.is_alive(): proc.kill(); await asyncio.to_thread(proc.join, 5)
-        conn.close()
-
 # %% ../nbs/07_searchers.ipynb #6f5cfc18
 def plain_model(model):
     "The policy without LoRA adapters (merged into a copy), for an in-process searcher or a frozen reference"
     if hasattr(model, 'merge_and_unload'): return copy.deepcopy(model).merge_and_unload()
     return model
 
-def hf_searcher(cfg, task, policy, tokenizer, i:int) -> HFSearcher:
+def hf_searcher(cfg, task, policy, tokenizer, i:int,
+                top_k:int=0,  # sample among the k likeliest tokens (0: all)
+                batch_size:int=64  # rows per generate call
+               ) -> HFSearcher:
     "Searcher `i` of engine 'hf' in this process: transformers `generate` on a copy of the policy in the searchers' dtype"
-    gen = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature)
+    gen = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature,
+               top_k=top_k, batch_size=batch_size)
     dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
     return HFSearcher(copy.deepcopy(plain_model(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if cfg.ref_on == 'searcher' else None,
                       name=f'hf{i}', **gen)
 
-def worker_kwargs(cfg, task, i:int) -> dict:
-    "Arguments of `ProcessSearcher` (and of the Ray searcher, which extends it) for searcher `i` of a run"
-    return dict(model=cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', threads=cfg.searcher_threads,
-                nice=cfg.searcher_nice, seed=cfg.seed + 1000 * (i + 1), timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
-                tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
-                logprob_temperature=cfg.logprob_temperature)
-
-ENGINES = Registry('engine')  # name -> factory(config, task, policy, tokenizer, i) -> Searcher in this process
+ENGINES = Registry('engine')  # name -> factory(config, task, policy, tokenizer, i, **engine_args) -> Searcher in this process
 ENGINES['hf'], ENGINES['vllm'] = hf_searcher, 'tba_kit.vllm_searcher:vllm_searcher'
+
+def engine_arguments(factory, args:dict) -> dict:
+    "`args` (a config's `engine_args`) checked against the keywords `factory` takes after its five shared arguments, and their types"
+    params = list(inspect.signature(factory).parameters.values())[5:]
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    try: hints = typing.get_type_hints(factory)
+    except Exception: hints = {}  # annotations that do not resolve: names are checked, not types
+    name, anything = getattr(factory, '__name__', repr(factory)), any(p.kind is p.VAR_KEYWORD for p in params)
+    for k, v in args.items():
+        if k not in names and not anything: raise TypeError(f"{name} takes no argument {k!r}: it takes {', '.join(names) or 'none beyond the shared config fields'}")
+        t = hints.get(k)
+        if t in (int, float, bool, str) and not ((isinstance(v, t) and not (t is int and isinstance(v, bool))) or (t is float and type(v) is int)):
+            raise TypeError(f"{name}'s {k!r} must be {t.__name__}, got {v!r}")
+    return args
 
 # %% ../nbs/07_searchers.ipynb #placements
 def config_error(field_:str, msg:str) -> ValueError: return ValueError(f"config field {field_!r}: {msg}")
@@ -412,12 +256,12 @@ class Placement:
     def check(self, cfg):
         "Refuse settings this placement cannot honour with a `config_error` naming the field (`Config.validate` calls it)"
         if self.engines is not None and cfg.engine not in self.engines:
-            raise config_error('engine', f"placement {cfg.placement!r} runs engine(s) {', '.join(map(repr, self.engines))}, got {cfg.engine!r}")
+            raise config_error('engine', f"placement {cfg.placement_name!r} runs engine(s) {', '.join(map(repr, self.engines))}, got {cfg.engine!r}")
 
     def prepare(self, cfg): "Before any model loads: fail on what is missing (a package, a cluster)"
     def searcher(self, cfg, task, policy, tokenizer, i:int):
         "Searcher `i` of a run (not started)"
-        return ENGINES.get(cfg.engine)(cfg, task, policy, tokenizer, i)
+        return ENGINES.get(cfg.engine)(cfg, task, policy, tokenizer, i, **cfg.engine_args)
     def channel(self, cfg) -> WeightChannel:
         "The channel the trainer publishes its weights on: safetensors files for vLLM (it reloads a folder), shared memory otherwise"
         return FileChannel() if cfg.engine == 'vllm' else ShmChannel()
@@ -425,15 +269,6 @@ class Placement:
 
 class Inline(Placement): "Searchers in the run's own process, as the engine's factory builds them"
 
-class Process(Placement):
-    "Each searcher in a worker process of its own on this machine, transformers `generate` there; restarted if it dies or hangs"
-    engines = ('hf',)
-    def check(self, cfg):
-        if cfg.engine == 'vllm': raise config_error('placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto'), "
-                                                   "or 'ray' for engines on a cluster's nodes")
-        super().check(cfg)
-    def searcher(self, cfg, task, policy, tokenizer, i:int): return ProcessSearcher(**worker_kwargs(cfg, task, i), name=f'proc{i}')
-
 PLACEMENTS = Registry('placement')  # name -> Placement subclass
-PLACEMENTS['inline'], PLACEMENTS['process'], PLACEMENTS['ray'] = Inline, Process, 'tba_kit.ray_searcher:RayPlacement'
-def placement_of(cfg) -> Placement: return PLACEMENTS.get(cfg.placement)()
+PLACEMENTS['inline'], PLACEMENTS['process'], PLACEMENTS['ray'] = Inline, 'tba_kit.workers:Process', 'tba_kit.ray_searcher:RayPlacement'
+def placement_of(cfg) -> Placement: return PLACEMENTS.get(cfg.placement_name)()

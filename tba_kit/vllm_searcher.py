@@ -335,17 +335,20 @@ async def aclose(self:VLLMSearcher):
     if self.transport is not None: self.transport.close(); self.transport = None
 
 # %% ../nbs/07b_vllm.ipynb #e2724ee9
-def vllm_searcher(cfg, task, policy, tokenizer, i:int) -> VLLMSearcher:
+def vllm_searcher(cfg, task, policy, tokenizer, i:int,
+                  top_k:int=0,  # sample among the k likeliest tokens (0: all)
+                  ref_kv_cache_gib:float=0.25  # KV cache of the reference engine
+                 ) -> VLLMSearcher:
     "Searcher `i` of engine 'vllm' (the policy is loaded by the engine from `cfg.model`)"
-    return VLLMSearcher(reward=task.reward, **vllm_kwargs(cfg, i))
+    return VLLMSearcher(reward=task.reward, **vllm_kwargs(cfg, i, top_k=top_k, ref_kv_cache_gib=ref_kv_cache_gib))
 
-def vllm_kwargs(cfg, i:int) -> dict:
-    "`VLLMSearcher`'s settings for searcher `i` of a run (but the reward)"
+def vllm_kwargs(cfg, i:int, **engine_args) -> dict:
+    "`VLLMSearcher`'s settings for searcher `i` of a run (but the reward), with the engine's own arguments"
     return dict(model=cfg.model, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', seed=cfg.seed + 1000 * (i + 1),
                 max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
                 cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw, name=f'vllm{i}', timeout=cfg.search_timeout,
                 max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
-                logprob_temperature=cfg.logprob_temperature)
+                logprob_temperature=cfg.logprob_temperature) | engine_args
 
 # %% ../nbs/07b_vllm.ipynb #28fcac2f
 class VLLMWorker:

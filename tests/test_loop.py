@@ -9,7 +9,8 @@ from safetensors.torch import load_file
 import tba_kit.tasks as T
 from tba_kit.checkpoints import find_checkpoint
 from tba_kit.loop import run
-from tba_kit.searchers import ProcessSearcher, SearcherError
+from tba_kit.searchers import SearcherError
+from tba_kit.workers import ProcessSearcher
 from tba_kit.tasks import PromptTask, RewardError, completion_text
 from conftest import live_children
 

@@ -48,12 +48,12 @@ def tiny_run(tmp_path, **kw) -> Run:
 
 def spy_searches(run:Run) -> list:
     "Record each finished search: (searcher, prompt ids asked, prompt ids of the completions returned, the completions)"
-    log, search_once = [], run.search_once
+    log, search_once = [], run.pool.search_once
     async def spy(searcher, prompts, k=None):
         trajs = await search_once(searcher, prompts, k)
         log.append((searcher.name, [p.id for p in prompts], [t.prompt_id for t in trajs], trajs))
         return trajs
-    run.search_once = spy
+    run.pool.search_once = spy
     return log
 
 
