@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/config.html.md"""
 
 # %% ../nbs/09_config.ipynb #a7a01ce4
 from __future__ import annotations
-import dataclasses, difflib, math, types, typing
+import copy, dataclasses, difflib, math, types, typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -325,7 +325,8 @@ def resolve_precision(self:Config) -> tuple:
     if self.searcher_dtype == 'auto':  # process searchers generate on the CPU; in-process ones where the policy is
         dev = self.device if self.placement_name == 'inline' and self.engine == 'hf' else 'cuda' if self.engine == 'vllm' and 'cuda' in self.device else 'cpu'
         kw['searcher_dtype'], reason = fast_dtype(dev); why.setdefault(reason, []).append(f"searchers {kw['searcher_dtype']}")
-    return (self.replace(**kw) if kw else self), '; '.join(f"{', '.join(what)}: {reason}" for reason, what in why.items())
+    res = copy.copy(self); res.__dict__.update(kw)  # values validate accepts, read by no other check: the config is validated once, not again
+    return res, '; '.join(f"{', '.join(what)}: {reason}" for reason, what in why.items())
 
 # %% ../nbs/09_config.ipynb #3e4e956a
 _CPU_TRAINER = ("a CPU trainer keeps fp32 (bf16-mixed autocast was no faster for the default job's train step even with native "

@@ -99,10 +99,10 @@ async def publish(self:Run, reset_ref:bool=False, role:str='policy') -> float:
     "Send the trainer's policy (or, role 'reference', its reference) to every searcher; returns the seconds spent on the trainer's side"
     t = time.perf_counter()
     handle = await asyncio.to_thread(self.weights.snapshot, self.trainer.ref if role == 'reference' else self.model, self.trainer.version, role)
-    return await self.hand_out(handle, t, reset_ref)
+    return await self.deliver(handle, t, reset_ref)
 
 @patch
-async def hand_out(self:Run, handle, t:float, reset_ref:bool=False) -> float:
+async def deliver(self:Run, handle, t:float, reset_ref:bool=False) -> float:
     "Give a snapshot taken since `t` to every searcher; returns the seconds since `t`"
     await self.weights.hand_out(handle, reset_ref)
     self.log.span('trainer', 'sync', t, version=handle.version)
@@ -111,7 +111,8 @@ async def hand_out(self:Run, handle, t:float, reset_ref:bool=False) -> float:
 
 # %% ../nbs/10_loop.ipynb #d078b3ef
 @patch
-async def evaluate(self:Run, sampled:bool=False) -> dict:  # sampled: also eval_samples per problem
+async def eval_held_out(self:Run, sampled:bool=False) -> dict:  # sampled: also eval_samples per problem
+    "The held-out evaluation (`evaluate_policy`) with searching paused, its progress on the status line and its greedy answers in evals/"
     if not self.cfg.eval or not self.task.prompts('test'): return {}
     self.pool.searching.clear()  # no new searches while evaluating
     t, what = time.perf_counter(), f"evaluating at step {self.trainer.step_count}"
@@ -149,7 +150,7 @@ def record(self:Run, metrics:dict, step:bool=False):
         bar.set_postfix({k: f"{v:.3g}" for k, v in post.items()}); bar.update(1)
 
 @patch
-def diversity(self:Run, start:bool=True) -> dict:
+def measure_diversity(self:Run, start:bool=True) -> dict:
     "Collect a finished diversity measurement; start the next one (in a worker thread: the trainer never waits on it)"
     cfg, out, task = self.cfg, {}, self.diversity_task
     if task is not None and task.done():
@@ -177,6 +178,7 @@ def _step(self:Run, batch, sync:bool):
 
 @patch
 async def train_step(self:Run, batch, sample_stats:dict, wait:float):
+    "One step on `batch`, then what follows it: weights out every `sync_every` steps, the pool's budget, the evaluation and diversity when due, the row"
     cfg, t = self.cfg, time.perf_counter()
     self.pool.hungry = False
     sync = cfg.mode == 'async' and (self.trainer.step_count + 1) % cfg.sync_every == 0  # sync mode publishes before each step
@@ -188,14 +190,14 @@ async def train_step(self:Run, batch, sample_stats:dict, wait:float):
     self.pool.trained(len(batch.rewards))
     m.update(sample_stats); m['train/wait_seconds'] = wait
     try:
-        if snap is not None: m['sync/seconds'] = await self.hand_out(*snap, reset_ref='ref/reset' in m)
+        if snap is not None: m['sync/seconds'] = await self.deliver(*snap, reset_ref='ref/reset' in m)
         elif 'ref/reset' in m: m['sync/seconds'] = await self.publish(reset_ref=True)  # a reset goes out at once
         if snap is not None or 'ref/reset' in m: self.buffer.mark_sync()
         m.update(self.pool.metrics())
         m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
         if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0 and not (cfg.eval and self.done()):  # the last step: evaluated after the run
-            m.update(await self.evaluate())
-        m.update(self.diversity())
+            m.update(await self.eval_held_out())
+        m.update(self.measure_diversity())
     except asyncio.CancelledError:  # interrupted while syncing or evaluating: the step is trained and checkpointed, so its row is kept
         self.record(m, step=True); raise
     self.record(m, step=True)  # before the checkpoint: a run killed between the two trains the step again and rewrites its row
@@ -214,12 +216,14 @@ def budget_spent(self:Run) -> float|None:
 
 @patch
 def done(self:Run) -> bool:
+    "Whether the run is over: a stop was asked, `steps` were taken, or `time_limit` minutes of training passed"
     if self.stop_requested or self.trainer.step_count >= self.cfg.steps: return True
     return self.cfg.time_limit is not None and self.log.training_seconds() > 60 * self.cfg.time_limit
 
 # %% ../nbs/10_loop.ipynb #cc3a55b4
 @patch
 async def train_async(self:Run):
+    "TBA's schedule: searchers fill the buffer without pause while the trainer samples from it (after `prefill` completions)"
     cfg, pool = self.cfg, self.pool
     pool.start()
     try:
@@ -244,6 +248,7 @@ async def train_async(self:Run):
 
 @patch
 async def train_sync(self:Run):
+    "The baseline schedule: publish every `sync_every` steps, search one batch of prompts, train on it, repeat"
     cfg = self.cfg
     while not self.done():
         t, pub = time.perf_counter(), 0.
@@ -273,6 +278,7 @@ def parts(self:Run) -> dict:
 
 @patch
 def checkpoint(self:Run) -> Path:
+    "Save the run's parts, the guard's counts and each searcher's state; returns the checkpoint's folder"
     p = save_checkpoint(self.out, self.parts(), self.cfg,
                         {'guard': (self.guard.ok, self.guard.failed), 'searchers': [s.state_dict() for s in self.searchers]})
     self.summary.checkpoint = str(p)
@@ -332,7 +338,7 @@ async def _train(self:Run, resume) -> RunSummary:
         if resume is not None and cfg.ref_reset_every and cfg.ref_on == 'searcher':
             await self.publish(reset_ref=True, role='reference')  # the reference as of the last reset
         await self.publish()
-        if resume is None: self.summary.eval_before = await self.evaluate(sampled=True)
+        if resume is None: self.summary.eval_before = await self.eval_held_out(sampled=True)
         if self.summary.eval_before: self.record({**self.summary.eval_before, 'train/step_seconds': 0.})
         if self.progress is True:
             tqdm = require('tqdm.auto', 'pip install tqdm').tqdm
@@ -342,7 +348,7 @@ async def _train(self:Run, resume) -> RunSummary:
         await (self.train_async() if cfg.mode == 'async' else self.train_sync())
         if self.diversity_task is not None:  # the measurement still in flight: log it rather than drop it
             await asyncio.wait([self.diversity_task], timeout=cfg.wait_timeout)
-            if d := self.diversity(start=False): self.record(d)
+            if d := self.measure_diversity(start=False): self.record(d)
     except BaseException as e:  # Ctrl-C, SIGTERM, a cancelled cell, a dead worker, a reward error, a timeout: keep the work
         self.interrupted = isinstance(e, (asyncio.CancelledError, KeyboardInterrupt))
         self.failed = True; raise
@@ -352,7 +358,7 @@ async def _train(self:Run, resume) -> RunSummary:
         await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
         self.weights.close()
         if self.failed: self.save_on_exit()
-    try: self.summary.eval_after = await self.evaluate(sampled=True)
+    try: self.summary.eval_after = await self.eval_held_out(sampled=True)
     except BaseException as e:  # interrupted in the last evaluation: the steps since the last checkpoint are kept all the same
         self.interrupted, self.failed = isinstance(e, (asyncio.CancelledError, KeyboardInterrupt)), True
         self.save_on_exit(); raise
