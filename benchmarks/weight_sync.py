@@ -21,7 +21,7 @@ import torch
 
 from tba_kit.models import load_model
 from tba_kit.workers import ProcessSearcher
-from tba_kit.weights import FileChannel, ShmChannel
+from tba_kit.weights import CHANNELS
 from tba_kit.tasks import PromptTask
 
 
@@ -75,7 +75,7 @@ async def main(repeats:int, threads:int, channels:list, nodes:int):
             cluster = ray_cluster(nodes)
             channel, searchers = RayChannel(), [RaySearcher('smollm2-135m-instruct', max_new_tokens=1, ref=False, name=f'ray{i}') for i in range(nodes)]
             res['nodes'] = nodes
-        else: channel, searchers = {'file': FileChannel, 'shm': ShmChannel}[name](), proc()
+        else: channel, searchers = CHANNELS.get(name)(), proc()
         r = res['channels'][name] = await measure(channel, model, repeats, searchers)
         if name == 'ray':
             assert len({s.where['node'] for s in searchers}) == nodes  # one actor per node

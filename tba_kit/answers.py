@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/answers.html.md"""
 
 # %% ../nbs/06d_answers.ipynb #295270a6
 from __future__ import annotations
-import math, random, re
+import random, re
 from dataclasses import dataclass
 from typing import Sequence
 

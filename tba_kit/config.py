@@ -65,6 +65,7 @@ class SearchFields(ModelFields):
     mode:str = 'async'  # 'async' (TBA) or 'sync' (generate, then train: the on-policy baseline)
     engine:str = 'hf'  # what generates: 'hf' (transformers generate), 'vllm' (vLLM engines), or 'module:Name' (Name(config, task, policy, tokenizer, i))
     engine_args:dict = field(default_factory=dict)  # keyword arguments of the engine's factory beyond the shared fields (hf: top_k, batch_size; vllm: top_k, ref_kv_cache_gib)
+    weight_channel:str = 'auto'  # how the trainer's weights reach the searchers: 'auto' (the placement's choice: shared memory; files for vLLM; Ray's object store on ray), 'shm', 'file', 'ray' or 'module:Name'
     placement:str = 'auto'  # where each searcher runs: 'process' (a worker process), 'inline' (this process), 'ray' (a Ray actor on any node); auto: process for hf, inline for vllm (its engine has its own process)
     searchers:int = 1  # number of searchers
     searcher_restarts:int = 3  # times a searcher process that died or hung is replaced with a new one (then the run stops)
@@ -157,11 +158,12 @@ def validate(self:Config):
     for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
     _need(0 <= self.seed < 2 ** 32, 'seed', f"must be in 0..2**32 - 1 (numpy's seeds), got {self.seed}")  # before the components that take it
     _need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
-    from tba_kit.searchers import ENGINES, PLACEMENTS, engine_arguments
+    from tba_kit.searchers import CHANNELS, ENGINES, PLACEMENTS, engine_arguments
     engine = _checked('engine', lambda: ENGINES.get(self.engine))
     _checked('engine_args', lambda: engine_arguments(engine, self.engine_args))
     place = _checked('placement', lambda: PLACEMENTS.get(self.placement_name))()
-    place.check(self)  # the engines it places, the settings it needs
+    place.check(self)  # the engines it places, the settings and weight channel it needs
+    if self.weight_channel != 'auto': _checked('weight_channel', lambda: CHANNELS.get(self.weight_channel))
     for other in PLACEMENTS:  # a setting of another placement would be ignored silently
         for name in set(PLACEMENTS.get(other).fields) - set(place.fields):
             _need(getattr(self, name) == _default(name), name, f"only applies with placement: {other} (placement is {self.placement_name!r}): set placement: {other}, or drop it")

@@ -10,7 +10,7 @@ import functools, re
 from typing import Sequence
 
 from .models import require
-from .tasks import Prompt, PromptTask, completion_text, last_number, reasoning_gym_splits, same_number
+from .tasks import Prompt, PromptTask, completion_text, reasoning_gym_splits, same_number
 
 # %% auto #0
 __all__ = ['GSM8K_TEMPLATE', 'GSM8K_FIXTURE', 'gsm8k_gold', 'gsm8k_answer', 'gsm8k_reward', 'gsm8k_scores', 'GSM8KTask']

@@ -64,6 +64,9 @@ class RayChannel(WeightChannel):
         super().__init__()
         self.ray, self._serial, self._buf, self._packing = connect(address), itertools.count(1), np.empty(0, np.uint8), threading.Lock()
 
+    @classmethod
+    def for_run(cls, cfg): return cls(cfg.ray_address)
+
     def _write(self, model, version, role, dtype):
         state = flat_source(model)
         layout, nbytes = flat_layout(state, dtype)
@@ -218,5 +221,5 @@ class RayPlacement(Placement):
 
     def prepare(self, cfg): import_ray()  # says what to install
     def searcher(self, cfg, task, policy, tokenizer, i:int): return ray_searcher(cfg, task, policy, tokenizer, i)
-    def channel(self, cfg): return RayChannel(cfg.ray_address)
+    def channels(self, cfg): return ('ray',)  # actors on any node: Ray's object store
     def has_room(self, cfg): return has_room(cfg.searcher_cpus, cfg.searcher_gpus, cfg.searcher_resources)

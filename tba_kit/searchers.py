@@ -18,7 +18,7 @@ from torch import nn
 from .core import Registry, Trajectory, sequence_logprob_sums
 from .generation import generate_completions
 from .tasks import Prompt, encode_prompts, score
-from .weights import FileChannel, ShmChannel, WeightChannel, WeightHandle, install_state
+from .weights import CHANNELS, WeightChannel, WeightHandle, install_state
 
 
 # %% auto #0
@@ -257,14 +257,21 @@ class Placement:
         "Refuse settings this placement cannot honour with a `config_error` naming the field (`Config.validate` calls it)"
         if self.engines is not None and cfg.engine not in self.engines:
             raise config_error('engine', f"placement {cfg.placement_name!r} runs engine(s) {', '.join(map(repr, self.engines))}, got {cfg.engine!r}")
+        ok = self.channels(cfg)
+        if cfg.weight_channel not in ('auto', *ok) and ':' not in cfg.weight_channel:  # 'module:Name': a channel of your own, on your word
+            raise config_error('weight_channel', f"placement {cfg.placement_name!r} with engine {cfg.engine!r} reads weights from {', '.join(map(repr, ok))}, "
+                               f"got {cfg.weight_channel!r}: use one of them, or 'auto'")
 
     def prepare(self, cfg): "Before any model loads: fail on what is missing (a package, a cluster)"
     def searcher(self, cfg, task, policy, tokenizer, i:int):
         "Searcher `i` of a run (not started)"
         return ENGINES.get(cfg.engine)(cfg, task, policy, tokenizer, i, **cfg.engine_args)
+    def channels(self, cfg) -> tuple:
+        "The weight channels (`CHANNELS` names) its searchers read, its choice first: files for vLLM (it reloads a folder), else shared memory"
+        return ('file',) if cfg.engine == 'vllm' else ('shm', 'file')
     def channel(self, cfg) -> WeightChannel:
-        "The channel the trainer publishes its weights on: safetensors files for vLLM (it reloads a folder), shared memory otherwise"
-        return FileChannel() if cfg.engine == 'vllm' else ShmChannel()
+        "The channel the trainer publishes its weights on: the config's `weight_channel`, or this placement's choice"
+        return CHANNELS.get(self.channels(cfg)[0] if cfg.weight_channel == 'auto' else cfg.weight_channel).for_run(cfg)
     def has_room(self, cfg) -> bool: return False  # room for one more searcher now (placements that grow)
 
 class Inline(Placement): "Searchers in the run's own process, as the engine's factory builds them"

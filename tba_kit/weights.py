@@ -14,11 +14,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .core import Registry
 from .models import require
 
 # %% auto #0
-__all__ = ['policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state', 'ram_dir', 'pid_alive',
-           'ShmHandle', 'buffer_view', 'flat_source', 'flat_layout', 'fill_flat', 'ShmChannel']
+__all__ = ['CHANNELS', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state', 'ram_dir',
+           'pid_alive', 'ShmHandle', 'buffer_view', 'flat_source', 'flat_layout', 'fill_flat', 'ShmChannel']
 
 # %% ../nbs/06e_weights.ipynb #01a698a5
 def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
@@ -90,6 +91,9 @@ class WeightChannel:
             if self._holds[h] > 0 or self._newest.get(h.role) == h: return
             del self._holds[h]
         self._drop(h)
+
+    @classmethod
+    def for_run(cls, cfg) -> WeightChannel: return cls()  # the channel for a run of config `cfg` (a subclass may read its fields)
 
     def _write(self, model, version, role, dtype) -> WeightHandle: raise NotImplementedError
     def _drop(self, h:WeightHandle): raise NotImplementedError
@@ -201,3 +205,7 @@ class ShmChannel(WeightChannel):
         with self._lock: self._free.append(h.path)
     def buffers(self) -> int: return len(self._maps)
     def close(self): self._maps.clear(); shutil.rmtree(self.dir, ignore_errors=True)
+
+# %% ../nbs/06e_weights.ipynb #chregx
+CHANNELS = Registry('weight channel')  # name -> WeightChannel subclass; `for_run(cfg)` builds one for a run
+CHANNELS['shm'], CHANNELS['file'], CHANNELS['ray'] = ShmChannel, FileChannel, 'tba_kit.ray_searcher:RayChannel'
