@@ -101,6 +101,7 @@ async def publish(self:Run, reset_ref:bool=False, role:str='policy') -> float:
     handle = await asyncio.to_thread(self.weights.snapshot, self.trainer.ref if role == 'reference' else self.model, self.trainer.version, role)
     return await self.deliver(handle, t, reset_ref)
 
+# %% ../nbs/10_loop.ipynb #ac1f4546
 @patch
 async def deliver(self:Run, handle, t:float, reset_ref:bool=False) -> float:
     "Give a snapshot taken since `t` to every searcher; returns the seconds since `t`"
@@ -137,6 +138,7 @@ async def eval_held_out(self:Run, sampled:bool=False) -> dict:  # sampled: also 
     if line := eval_line(res): self.status.show(f"step {self.trainer.step_count}: {line}")
     return res
 
+# %% ../nbs/10_loop.ipynb #e4621e62
 @patch
 def record(self:Run, metrics:dict, step:bool=False):
     "Add a row to the run's log; a step's row also moves the progress display"
@@ -149,6 +151,7 @@ def record(self:Run, metrics:dict, step:bool=False):
         if 'buffer/staleness_mean' in row: post['stale'] = row['buffer/staleness_mean']
         bar.set_postfix({k: f"{v:.3g}" for k, v in post.items()}); bar.update(1)
 
+# %% ../nbs/10_loop.ipynb #41acab5e
 @patch
 def measure_diversity(self:Run, start:bool=True) -> dict:
     "Collect a finished diversity measurement; start the next one (in a worker thread: the trainer never waits on it)"
@@ -176,6 +179,7 @@ def _step(self:Run, batch, sync:bool):
     t = time.perf_counter()
     return m, (self.weights.snapshot(self.model, self.trainer.version), t)
 
+# %% ../nbs/10_loop.ipynb #d64fe231
 @patch
 async def train_step(self:Run, batch, sample_stats:dict, wait:float):
     "One step on `batch`, then what follows it: weights out every `sync_every` steps, the pool's budget, the evaluation and diversity when due, the row"
@@ -204,16 +208,19 @@ async def train_step(self:Run, batch, sample_stats:dict, wait:float):
     if cfg.checkpoint_every and self.trainer.step_count % cfg.checkpoint_every == 0: self.checkpoint()
     self.tuning.step_done()
 
+# %% ../nbs/10_loop.ipynb #094fdccd
 @patch
 def stop(self:Run):
     "Ask the run to stop after the current step; it still evaluates and writes its final checkpoint"
     self.stop_requested = True
 
+# %% ../nbs/10_loop.ipynb #44164b20
 @patch
 def budget_spent(self:Run) -> float|None:
     "The share of time_limit spent training, when the lr schedule follows the clock (lr_schedule_by: time); else None"
     return self.log.training_seconds() / (60 * self.cfg.time_limit) if self.cfg.lr_schedule_by == 'time' else None
 
+# %% ../nbs/10_loop.ipynb #9faf9aa5
 @patch
 def done(self:Run) -> bool:
     "Whether the run is over: a stop was asked, `steps` were taken, or `time_limit` minutes of training passed"
@@ -246,6 +253,7 @@ async def train_async(self:Run):
             pool.check()
     finally: await pool.stop()
 
+# %% ../nbs/10_loop.ipynb #2c003a1a
 @patch
 async def train_sync(self:Run):
     "The baseline schedule: publish every `sync_every` steps, search one batch of prompts, train on it, repeat"
@@ -276,6 +284,7 @@ def parts(self:Run) -> dict:
     "What a checkpoint keeps, by name: the trainer (with its policy) and every part with a state"
     return {'trainer': self.trainer, 'buffer': self.buffer, 'sampler': self.sampler, 'stream': self.stream}
 
+# %% ../nbs/10_loop.ipynb #9060d0ea
 @patch
 def checkpoint(self:Run) -> Path:
     "Save the run's parts, the guard's counts and each searcher's state; returns the checkpoint's folder"
@@ -285,6 +294,7 @@ def checkpoint(self:Run) -> Path:
     self.tuning.collect()  # the trainer waits for the checkpoint anyway
     return p
 
+# %% ../nbs/10_loop.ipynb #d437a318
 @patch
 def save_on_exit(self:Run):
     "A checkpoint of the last finished step when the run ends early, so that `--resume` continues it (never masks the error)"
@@ -294,6 +304,7 @@ def save_on_exit(self:Run):
     say(f"{what} at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
             f"continue with `tba train --resume {self.out}`")
 
+# %% ../nbs/10_loop.ipynb #e1020dd3
 @patch
 async def __call__(self:Run, resume:str|Path|None=None) -> RunSummary:
     with RunLock(self.out): return await self._locked(resume)

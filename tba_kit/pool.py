@@ -59,24 +59,28 @@ async def loop(self:SearchPool, searcher):
         self.buffer.add(trajs)
         self.data.set()
 
+# %% ../nbs/09e_pool.ipynb #a02a70ea
 @patch
 def may_search(self:SearchPool) -> bool:
     "Within the search_ratio budget, or the trainer is waiting for data"
     r = self.cfg.search_ratio
     return r is None or self.hungry or self.made < self.cfg.prefill + r * self.rows_trained
 
+# %% ../nbs/09e_pool.ipynb #a5bd1608
 @patch
 def start(self:SearchPool):
     "A task per searcher's loop, and one that adds searchers while the placement has room (if it grows)"
     self.tasks = [asyncio.create_task(self.loop(s), name=f"search-{s.name}") for s in self.searchers]
     if self.placement.grows and (self.cfg.max_searchers or 0) > len(self.searchers): self.tasks.append(asyncio.create_task(self.grow()))
 
+# %% ../nbs/09e_pool.ipynb #f97f6860
 @patch
 def check(self:SearchPool):
     "Raise the error of a loop that failed (a searcher that gave up, a reward that kept failing)"
     for tk in self.tasks:
         if tk.done() and tk.exception(): raise tk.exception()
 
+# %% ../nbs/09e_pool.ipynb #02644057
 @patch
 async def stop(self:SearchPool):
     "End every loop (a search in flight is cancelled)"
@@ -97,11 +101,13 @@ async def wait_data(self:SearchPool, t0:float, what:str):
     try: await asyncio.wait([waiter, *self.tasks], timeout=min(left, 5), return_when=asyncio.FIRST_COMPLETED)
     finally: waiter.cancel()
 
+# %% ../nbs/09e_pool.ipynb #e33b240b
 @patch
 def trained(self:SearchPool, rows:int):
     "The trainer finished a step of `rows` rows: the budget grows, held searchers go on"
     self.rows_trained += rows; self.gate.set()
 
+# %% ../nbs/09e_pool.ipynb #d3fda654
 @patch
 def metrics(self:SearchPool) -> dict:
     "Searcher metrics since the last call: throughput summed over searchers (they run side by side), calls, unscored, held seconds"

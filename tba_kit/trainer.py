@@ -36,6 +36,7 @@ def select_rows(batch:Batch, rows:list) -> Batch:
                  trajectories=[batch.trajectories[i] for i in rows],
                  ref_token_logprobs=None if batch.ref_token_logprobs is None else batch.ref_token_logprobs[idx, :L])
 
+# %% ../nbs/08_trainer.ipynb #eb668fd7
 def split_groups(batch:Batch, max_rows:int) -> list:
     "Micro-batches of whole groups with at most `max_rows` rows each (a larger group stays whole)"
     if max_rows < 1: raise ValueError(f"max_rows must be >= 1, got {max_rows}")
@@ -67,6 +68,7 @@ class BetaSchedule:
         if self.cut is not None and step + 1 >= self.cut: return self.end
         return self.start + (self.end - self.start) * min(step, self.steps) / self.steps
 
+# %% ../nbs/08_trainer.ipynb #6050968f
 def lr_scheduler(optimizer, name:str='constant', warmup_steps:int=0, total_steps:int|None=None, decay_steps:int=0, stable_steps:int|None=None):
     "A transformers learning-rate scheduler by name"
     tf = require('transformers', 'pip install transformers')
@@ -143,12 +145,14 @@ def _fill_ref(self:Trainer, mb:Batch):
     mb.ref_logprobs = torch.where(missing, sequence_logprobs(lp, mb.completion_mask), mb.ref_logprobs)
     if needs.reference_tokens: mb.ref_token_logprobs = lp
 
+# %% ../nbs/08_trainer.ipynb #7651dc87
 @patch
 def _forward(self:Trainer, mb:Batch):
     need_repr = self.objective.needs.prompt_repr
     with self._autocast():
         return self._logprobs(self.model, mb, need_repr)  # [b, L] float32, [b, H] or None
 
+# %% ../nbs/08_trainer.ipynb #c691d69e
 @patch
 def _logprobs(self:Trainer, model, mb:Batch, need_repr:bool=False) -> tuple:
     "Per-token log-probs of the completions at the trainer's temperature (each group's prompt computed once when the model allows, else every row whole) and, if asked, the hidden state at each row's last prompt token"
@@ -211,6 +215,7 @@ def _check_resolution(self:Trainer, batch:Batch, nats:float=0.05):
                          f"{top:.3g}, which float32 resolves only to {top * 2 ** -23:.3g} nats, so the step was refused (weights unchanged): "
                          f"the log-probs would vanish beside them. Scale the reward function down (|reward| / beta below {nats * 2 ** 23:.3g}) or raise beta")
 
+# %% ../nbs/08_trainer.ipynb #9f0cbdcc
 @patch
 def _refuse(self:Trainer, batch:Batch, loss:float, grad_norm:float):
     "Leave the weights as they are and say why: an overflowing loss would write inf / nan into every weight"
@@ -220,6 +225,7 @@ def _refuse(self:Trainer, batch:Batch, loss:float, grad_norm:float):
                      f"(weights unchanged). The batch's rewards span [{r.min():.3g}, {r.max():.3g}]: log-rewards (reward / beta) this "
                      "large overflow float32; scale the reward function down or raise beta")
 
+# %% ../nbs/08_trainer.ipynb #5ac5f1d5
 @patch
 def state_dict(self:Trainer) -> dict:
     "Optimizer, scheduler, objective (log Z) and step; the policy weights are saved separately"
@@ -227,6 +233,7 @@ def state_dict(self:Trainer) -> dict:
             'objective': self.objective.state_dict(), 'step': self.step_count,
             'ref': self.ref.state_dict() if self.ref is not None and self.ref_reset_every else None}
 
+# %% ../nbs/08_trainer.ipynb #16ce6120
 @patch
 def load_state_dict(self:Trainer, state:dict):
     self.optimizer.load_state_dict(state['optimizer']); self.scheduler.load_state_dict(state['scheduler'])
@@ -234,6 +241,7 @@ def load_state_dict(self:Trainer, state:dict):
     if state.get('ref') is not None and self.ref is not None: self.ref.load_state_dict(state['ref'])
     if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
 
+# %% ../nbs/08_trainer.ipynb #7ca5b09b
 @patch
 def set_lr(self:Trainer, lr:float):
     "Make `lr` the policy's learning rate (the schedule's base), e.g. when a resumed run is given a new one"
@@ -248,6 +256,7 @@ def clock_step(progress:float, updates:int, total_steps:int) -> int:
     "Where a schedule that follows the clock stands: `progress` (the share of the budget spent) of its `total_steps`, never behind the `updates` done"
     return max(updates, round(min(max(progress, 0.), 1.) * total_steps))
 
+# %% ../nbs/08_trainer.ipynb #ac01c58c
 @patch
 def follow(self:Trainer, progress:float):
     "Move the learning-rate schedule to `progress` (the share of the run's budget spent) of its length"

@@ -35,11 +35,13 @@ def read_metrics(run, file:str='metrics.jsonl') -> list:
         except json.JSONDecodeError: pass  # a line being written right now
     return rows
 
+# %% ../nbs/12_viz.ipynb #1de80fe3
 def _name(run) -> str:
     if isinstance(run, (list, tuple)): return 'run'
     if hasattr(run, 'out'): return run.out.name
     return Path(getattr(run, 'out_dir', run)).name
 
+# %% ../nbs/12_viz.ipynb #7ae53fc1
 def _is_rows(x) -> bool: return isinstance(x, (list, tuple)) and all(isinstance(r, dict) for r in x)
 
 def _runs(runs) -> dict:
@@ -49,20 +51,24 @@ def _runs(runs) -> dict:
     names = [_name(r) for r in runs]
     return {(n if names.count(n) == 1 else f"{n} #{i + 1}"): read_metrics(r) for i, (n, r) in enumerate(zip(names, runs))}
 
+# %% ../nbs/12_viz.ipynb #57b5dfc6
 def _series(rows, key, x='step'):
     "(xs, ys) of rows that have `key`; x is 'step' or 'time' (minutes of training)"
     pts = [(r['step'] if x == 'step' else r.get('time/train_seconds', 0.) / 60, r[key]) for r in rows if key in r]
     return [a for a, _ in pts], [b for _, b in pts]
 
+# %% ../nbs/12_viz.ipynb #4895feca
 def _plotly(module:str):
     "A plotly module (graph_objects, subplots, colors), or an ImportError that says to install plotly"
     return require(f'plotly.{module}', 'pip install plotly')
 
+# %% ../nbs/12_viz.ipynb #dfd4fa94
 def _color(i:int) -> str:
     "The i-th colour of plotly's default palette: one colour per run across every panel of a figure"
     palette = _plotly('colors').qualitative.Plotly
     return palette[i % len(palette)]
 
+# %% ../nbs/12_viz.ipynb #8d3a0776
 def _rolling(ys, w):
     return [sum(ys[max(0, i - w + 1):i + 1]) / len(ys[max(0, i - w + 1):i + 1]) for i in range(len(ys))]
 
@@ -157,6 +163,7 @@ def _buffer_contents(source, version:int|None=None) -> tuple:
         raise ValueError(f"version {version} is older than completions in the buffer (the newest is {newest}): pass the trainer's current version")
     return [version - v for v in versions], rewards
 
+# %% ../nbs/12_viz.ipynb #e6bfdf2b
 def _finite(xs) -> np.ndarray:
     xs = np.asarray(xs, dtype=float)
     return xs[np.isfinite(xs)]
