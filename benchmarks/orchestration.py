@@ -28,37 +28,10 @@ import torch
 import tba_kit.loop as L
 from tba_kit.build import WeightSync
 from tba_kit.loop import run
-from tba_kit.searchers import ENGINES, Completion, SearcherBase
-from tba_kit.workers import ProcessSearcher
 from tba_kit.tasks import PromptTask
 from tba_kit.trainer import Trainer
 
 COST = {}  # 'S', 'T', 'ppstep': the simulated costs of this measurement
-
-
-class SleepSearcher(SearcherBase):
-    "A simulated engine: sleeps S seconds per batch of prompts, installs published weights by version"
-    def __init__(self, cfg, task, policy, tokenizer, i:int):
-        self.name, self.reward, self.pending, self.current = f'sleep{i}', task.reward, None, None
-
-    async def load_weights(self, handle, reset_ref:bool=False):
-        handle.hold()
-        if self.pending is not None: self.pending.release()
-        self.pending = handle
-
-    async def _generate(self, prompts, k):
-        if self.pending is not None:  # installed before the search, as a real searcher does
-            if self.current is not None: self.current.release()
-            self.current, self.pending, self.version = self.pending, None, self.pending.version
-        version = self.version
-        await asyncio.sleep(COST['S'] * len(prompts) / COST['ppstep'])
-        fake = lambda: Completion(torch.randint(3, 250, (4,)), torch.full((4,), -1.), -4., 'aeiou', [1, 2, 3])
-        return version, [[fake() for _ in range(k)] for _ in prompts], None
-
-    async def aclose(self):
-        for h in (self.pending, self.current):
-            if h is not None: h.release()
-        self.pending = self.current = None
 
 
 def breakdown(ms:dict):
@@ -86,22 +59,13 @@ def breakdown(ms:dict):
     gc.callbacks.append(pause)
 
 def padded_step(step):
-    def timed(self, batch):
+    def timed(self, batch, *args):
         t = time.perf_counter()
-        m = step(self, batch)
+        m = step(self, batch, *args)
         time.sleep(max(0., COST['T'] - (time.perf_counter() - t)))
         return m
     return timed
 
-
-SIM = 'benchmarks.sim_engine:SleepGenerator'
-
-def sim_process(cfg, task, policy, tokenizer, i:int):
-    return ProcessSearcher('tiny', reward=task.reward, generator=SIM, name=f'proc{i}', max_new_tokens=4)
-
-def sim_actor(cfg, task, policy, tokenizer, i:int):
-    from tba_kit.ray_searcher import RaySearcher
-    return RaySearcher('tiny', reward=task.reward, generator=SIM, name=f'ray{i}', cpus=cfg.searcher_cpus, max_new_tokens=4)
 
 def ray_cluster(nodes:int, slots:int):
     "`nodes` nodes with `slots` CPUs each (a searcher takes one) and a head without CPUs for the driver"
@@ -116,8 +80,7 @@ def ray_cluster(nodes:int, slots:int):
 async def measure(mode:str, n:int, steps:int, out:Path, placement:str) -> dict:
     task = PromptTask([f'Say word {i}' for i in range(64)], lambda prompts, completions, **kw: [0.5] * len(completions), name='sim')
     pp = COST['ppstep']
-    engine = {'inline': 'sleep', 'process': 'sleepproc', 'ray': 'hf'}[placement]  # ray: the searchers come from sim_actor
-    await run(model='tiny', task=task, engine=engine, placement=placement, searchers=n, mode=mode, steps=steps, k=4,
+    await run(model='tiny', task=task, engine='benchmarks.sim_engine:SimEngine', placement=placement, searchers=n, mode=mode, steps=steps, k=4,
               prompts_per_step=pp, search_prompts=pp, prefill=4 * pp, precision='fp32', searcher_dtype='float32', eval=False,
               out_dir=str(out), progress=False)
     rows = [json.loads(l) for l in open(out / 'metrics.jsonl') if 'train/step' in l]
@@ -131,7 +94,6 @@ async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int
     COST.update(S=S, T=T, ppstep=ppstep)
     os.environ.update(TBA_SIM_S=str(S), TBA_SIM_P=str(ppstep))  # for the simulated engines in workers
     os.environ['PYTHONPATH'] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get('PYTHONPATH', '')])
-    ENGINES['sleep'], ENGINES['sleepproc'], L.ray_searcher = SleepSearcher, sim_process, sim_actor
     Trainer.step = padded_step(Trainer.step)
     ms = {}
     if split: breakdown(ms)

@@ -13,7 +13,7 @@ import torch
 from tba_kit.models import fast_dtype, load_model
 from tba_kit.generation import generate_completions
 from tba_kit.tasks import encode_prompts
-from tba_kit.tasks import ArithmeticTask, completion_text, last_number, same_number
+from tba_kit.tasks import ArithmeticTask, last_number, same_number
 
 CANDIDATES = {  # name -> (reasoning-gym dataset, its arguments, problems in the family, max new tokens)
     'chain_sum 1 digit, 2 terms (the old main job)': ('chain_sum', dict(min_digits=1, max_digits=1, min_terms=2, max_terms=2), 200, 4),

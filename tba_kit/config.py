@@ -158,8 +158,8 @@ def validate(self:Config):
     for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
     _need(0 <= self.seed < 2 ** 32, 'seed', f"must be in 0..2**32 - 1 (numpy's seeds), got {self.seed}")  # before the components that take it
     _need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
-    from tba_kit.searchers import CHANNELS, ENGINES, PLACEMENTS, engine_arguments
-    engine = _checked('engine', lambda: ENGINES.get(self.engine))
+    from tba_kit.searchers import CHANNELS, PLACEMENTS, engine_arguments, engine_class
+    engine = _checked('engine', lambda: engine_class(self.engine))
     _checked('engine_args', lambda: engine_arguments(engine, self.engine_args))
     place = _checked('placement', lambda: PLACEMENTS.get(self.placement_name))()
     place.check(self)  # the engines it places, the settings and weight channel it needs

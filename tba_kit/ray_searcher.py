@@ -196,18 +196,15 @@ def has_room(cpus:float, gpus:float=0., resources:dict|None=None) -> bool:
     return all(free.get(k, 0.) >= v for k, v in need.items() if v > 0)
 
 def ray_searcher(cfg, task, policy, tokenizer, i:int) -> RaySearcher:
-    "Searcher `i` of a run with placement 'ray': transformers `generate` (engine 'hf') or a vLLM engine (engine 'vllm') in an actor"
+    "Searcher `i` of a run with placement 'ray': the engine's worker side (transformers `generate` for 'hf', a vLLM engine for 'vllm') in an actor"
     kw = worker_kwargs(cfg, task, i)
     if not (cfg.task.startswith('<') and cfg.task.endswith('>')):  # a named task (not an object given to run()): scored where generated
         kw['score'] = dict(task=cfg.task, task_args=cfg.task_args, timeout=cfg.reward_timeout)
-    if cfg.engine == 'vllm':
-        from tba_kit.vllm_searcher import vllm_kwargs
-        kw |= dict(generator='tba_kit.vllm_searcher:VLLMWorker', worker=vllm_kwargs(cfg, i, **cfg.engine_args), ref=False, tiny=None)
     return RaySearcher(**kw, name=f'ray{i}', cpus=cfg.searcher_cpus, gpus=cfg.searcher_gpus, resources=cfg.searcher_resources, address=cfg.ray_address)
 
 class RayPlacement(Placement):
     "Placement 'ray': each searcher a Ray actor on any node of the cluster; more join while it has room, up to max_searchers"
-    engines, grows = ('hf', 'vllm'), True
+    in_workers, grows = True, True
     fields = ('ray_address', 'searcher_cpus', 'searcher_gpus', 'searcher_resources', 'max_searchers')
 
     def check(self, cfg):

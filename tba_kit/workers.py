@@ -14,21 +14,24 @@ import torch
 
 from .core import Registry
 from .models import load_model
-from .searchers import Generator, PendingWeights, Placement, SearcherBase, SearcherError, SearcherLost, config_error, pack_group, unpack_group
+from .searchers import Generator, PendingWeights, Placement, SearcherBase, SearcherError, SearcherLost, config_error, engine_of, pack_group, unpack_group
 from .weights import WeightHandle
 
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
 
 # %% auto #0
-__all__ = ['worker_generator', 'ProcessSearcher', 'worker_kwargs', 'Process']
+__all__ = ['worker_generator', 'model_generator', 'ProcessSearcher', 'worker_kwargs', 'Process']
 
 # %% ../nbs/07a_workers.ipynb #37e239a1
-def worker_generator(spec:dict) -> Generator:
-    "The generator of a searcher worker (a process, a Ray actor) from its spec: threads, niceness and seed set, model loaded"
+def worker_generator(spec:dict):
+    "The generator of a searcher worker (a process, a Ray actor) from its spec: threads, niceness and seed set, then the engine's worker side built"
     torch.set_num_threads(spec['threads'])
     if spec.get('nice'): os.nice(spec['nice'])  # a lower CPU priority: the trainer gets the cores first
     if spec.get('seed') is not None: torch.manual_seed(spec['seed'])
-    if spec.get('generator'): return Registry('generator').get(spec['generator'])(spec)  # 'module:Name', e.g. a simulated engine
+    return Registry('generator').get(spec.get('generator') or 'tba_kit.workers:model_generator')(spec)  # 'module:Name': `Engine.worker`
+
+def model_generator(spec:dict) -> Generator:
+    "Engine 'hf''s worker side: the model loaded (the tiny one built, for tests) with its reference, generating with `spec['gen']`"
     if spec.get('tiny') is not None:
         from tba_kit.models import tiny_model
         model, tok = tiny_model(**spec['tiny'])
@@ -81,7 +84,7 @@ class ProcessSearcher(SearcherBase):
                  start_timeout:float=600.,  # seconds allowed for starting (loading the model)
                  max_restarts:int=3,  # a worker that dies or hangs is replaced this many times, then the search fails
                  tiny:dict|None=None,  # build `tiny_model(**tiny)` instead of loading `model` (tests)
-                 generator:str|None=None,  # 'module:Name': Name(spec) is the worker's generator (has `run_packed`) instead of a model's
+                 generator:str|None=None,  # 'module:Name': Name(spec) is the worker's generator (has `run_packed`; `Engine.worker`), None: a transformers model's
                  worker:dict|None=None):  # settings for that generator (spec['worker'])
         self.reward, self.name, self.timeout, self.start_timeout, self.version = reward, name, timeout, start_timeout, 0
         self.max_restarts, self.restarts, self.searches = max_restarts, 0, 0
@@ -189,11 +192,11 @@ def worker_kwargs(cfg, task, i:int) -> dict:
     return dict(model=cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', threads=cfg.searcher_threads,
                 nice=cfg.searcher_nice, seed=cfg.seed + 1000 * (i + 1), timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
                 tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
-                logprob_temperature=cfg.logprob_temperature) | (cfg.engine_args if cfg.engine == 'hf' else {})  # hf's top_k, batch_size
+                logprob_temperature=cfg.logprob_temperature) | engine_of(cfg).worker_args(i)  # the engine's worker side and its settings
 
 class Process(Placement):
-    "Each searcher in a worker process of its own on this machine, transformers `generate` there; restarted if it dies or hangs"
-    engines = ('hf',)
+    "Each searcher in a worker process of its own on this machine, the engine's worker side there; restarted if it dies or hangs"
+    in_workers = True
     def check(self, cfg):
         if cfg.engine == 'vllm': raise config_error('placement', "vLLM runs each engine in its own process already: use placement 'inline' (or 'auto'), "
                                                    "or 'ray' for engines on a cluster's nodes")

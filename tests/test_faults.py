@@ -75,7 +75,7 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
            'lora': dict(lora={'r': 4}), 'eval_limit': dict(eval_limit=0), 'prefill': dict(prefill=10_000, buffer_capacity=8),
            'k': dict(objective='grpo', k=1), 'wait_timeout': dict(wait_timeout=0), 'lr_schedule': dict(lr_schedule='cosin'),
            'out_dir': dict(out_dir=str(tmp_path / 'file' / 'run')), 'model': dict(model=str(tmp_path / 'no_such_model')),
-           'model ': dict(model='./checkpoints/step_000009'), 'engine': dict(placement='ray', engine='tba_kit.searchers:hf_searcher'),
+           'model ': dict(model='./checkpoints/step_000009'), 'engine': dict(placement='ray', engine='tba_kit.searchers:Engine'),
            'max_searchers': dict(placement='ray', searchers=2, max_searchers=1), 'searcher_cpus': dict(placement='ray', searcher_cpus=-1),
            'searcher_resources': dict(placement='ray', searcher_resources={'gpu_node': -1}),
            # from the second outside probe: accepted and run, or refused late or under another field's name
