@@ -46,9 +46,11 @@ class RayHandle(WeightHandle):
     serial:int = 0
     ref:object = field(default=None, compare=False, repr=False)  # the buffer's ObjectRef
 
+    def flat(self): return import_ray().get(self.ref)  # this node's copy of the buffer (a read-only array, no copy)
+
     def receive(self) -> dict:
         "The snapshot's tensors: views of this node's copy of the buffer (read-only: the model copies them)"
-        arr = import_ray().get(self.ref)
+        arr = self.flat()
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', UserWarning)  # the store's buffers are read-only; install_state copies out of them
             buf = torch.from_numpy(arr)

@@ -16,7 +16,7 @@ import torch
 
 from .models import resolve_model
 from .searchers import Completion, Engine, SearcherBase, SearcherError, PendingWeights, pack_group
-from .weights import WeightHandle, ram_dir
+from .weights import WeightHandle, ram_dir, save_flat
 from .tasks import encode_prompts
 
 # %% auto #0
@@ -368,10 +368,9 @@ class VLLMWorker:
     def _run(self, coro): return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def _file(self, handle) -> WeightHandle:
-        "The snapshot as a safetensors file on this node"
-        from safetensors.torch import save_file
+        "The snapshot as a safetensors file on this node, written straight from the node's copy of its buffer (the one copy)"
         path = self.dir / f"{handle.role}-{handle.version}-{handle.serial}.safetensors"
-        if not path.exists(): save_file({n: t.clone() for n, t in handle.receive().items()}, str(path))  # views of one buffer: copies
+        if not path.exists(): save_flat(path, handle.layout, handle.flat())
         return WeightHandle(str(path), handle.version, handle.role)
 
     def run_packed(self, prompts, k, loads, seed=None):

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/weights.html.md"""
 
 # %% ../nbs/06e_weights.ipynb #wtimp
 from __future__ import annotations
-import importlib, itertools, os, shutil, tempfile, threading, uuid
+import importlib, itertools, json, os, shutil, struct, tempfile, threading, uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +19,8 @@ from .models import require
 
 # %% auto #0
 __all__ = ['CHANNELS', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state', 'ram_dir',
-           'pid_alive', 'ShmHandle', 'buffer_view', 'flat_source', 'flat_layout', 'fill_flat', 'ShmChannel']
+           'pid_alive', 'ShmHandle', 'buffer_view', 'flat_source', 'flat_layout', 'fill_flat', 'ShmChannel',
+           'save_flat']
 
 # %% ../nbs/06e_weights.ipynb #01a698a5
 def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
@@ -145,9 +146,11 @@ class ShmHandle(WeightHandle):
     serial:int = 0
     zero_copy = True
 
+    def flat(self) -> torch.Tensor: return torch.from_file(self.path, shared=True, size=self.nbytes, dtype=torch.uint8)  # the buffer, mapped
+
     def receive(self) -> dict:
         "Views of the snapshot's tensors in the shared buffer (no copy)"
-        buf = torch.from_file(self.path, shared=True, size=self.nbytes, dtype=torch.uint8)
+        buf = self.flat()
         return {n: buffer_view(buf, getattr(torch, dt), shape, o) for n, dt, shape, o in self.layout}
 
     def __reduce__(self):
@@ -205,6 +208,25 @@ class ShmChannel(WeightChannel):
         with self._lock: self._free.append(h.path)
     def buffers(self) -> int: return len(self._maps)
     def close(self): self._maps.clear(); shutil.rmtree(self.dir, ignore_errors=True)
+
+# %% ../nbs/06e_weights.ipynb #saveflat
+_ST_DTYPES = {'float32': 'F32', 'bfloat16': 'BF16', 'float16': 'F16', 'float64': 'F64'}
+
+def save_flat(path:str|Path, layout:tuple, buf):
+    "Write the tensors of a flat buffer (`layout` as `flat_layout` gives it; `buf` a uint8 tensor or array) as one safetensors file, atomically"
+    header, spans, off = {}, [], 0
+    for n, dt, shape, o in layout:
+        size = getattr(torch, dt).itemsize * int(torch.Size(shape).numel())
+        header[n] = {'dtype': _ST_DTYPES[dt], 'shape': list(shape), 'data_offsets': [off, off + size]}
+        spans.append((o, size)); off += size
+    head = json.dumps(header, separators=(',', ':')).encode()
+    head += b' ' * (-len(head) % 8)  # the data starts 8-byte aligned
+    mv = memoryview(buf.numpy() if isinstance(buf, torch.Tensor) else buf).cast('B')
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
+    with open(tmp, 'wb') as f:
+        f.write(struct.pack('<Q', len(head))); f.write(head)
+        for o, size in spans: f.write(mv[o:o + size])
+    os.replace(tmp, path)
 
 # %% ../nbs/06e_weights.ipynb #chregx
 CHANNELS = Registry('weight channel')  # name -> WeightChannel subclass; `for_run(cfg)` builds one for a run
