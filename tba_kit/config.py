@@ -63,8 +63,8 @@ class SearchFields(ModelFields):
     prefill:int = 32  # completions in the buffer before training starts
     # searchers
     mode:str = 'async'  # 'async' (TBA) or 'sync' (generate, then train: the on-policy baseline)
-    engine:str = 'hf'  # what generates: 'hf' (transformers generate), 'vllm' (vLLM engines), or 'module:Name' (Name(config, task, policy, tokenizer, i))
-    engine_args:dict = field(default_factory=dict)  # keyword arguments of the engine's factory beyond the shared fields (hf: top_k, batch_size; vllm: top_k, ref_kv_cache_gib)
+    engine:str = 'hf'  # what generates: 'hf' (transformers generate), 'vllm' (vLLM engines), or 'module:Name' (an `Engine` subclass of your own)
+    engine_args:dict = field(default_factory=dict)  # the engine's own settings, keyword arguments of its constructor after the config (hf: top_k, batch_size; vllm: top_k, ref_kv_cache_gib)
     weight_channel:str = 'auto'  # how the trainer's weights reach the searchers: 'auto' (the placement's choice: shared memory; files for vLLM; Ray's object store on ray), 'shm', 'file', 'ray' or 'module:Name'
     placement:str = 'auto'  # where each searcher runs: 'process' (a worker process), 'inline' (this process), 'ray' (a Ray actor on any node); auto: process for hf, inline for vllm (its engine has its own process)
     searchers:int = 1  # number of searchers
@@ -158,7 +158,8 @@ def validate(self:Config):
     for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
     _need(0 <= self.seed < 2 ** 32, 'seed', f"must be in 0..2**32 - 1 (numpy's seeds), got {self.seed}")  # before the components that take it
     _need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
-    from tba_kit.searchers import CHANNELS, PLACEMENTS, engine_arguments, engine_class
+    from tba_kit.searchers import PLACEMENTS, engine_arguments, engine_class
+    from tba_kit.weights import CHANNELS
     engine = _checked('engine', lambda: engine_class(self.engine))
     _checked('engine_args', lambda: engine_arguments(engine, self.engine_args))
     place = _checked('placement', lambda: PLACEMENTS.get(self.placement_name))()
