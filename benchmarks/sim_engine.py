@@ -11,6 +11,9 @@ import torch
 from tba_kit.searchers import Completion, Engine, SearcherBase, pack_group
 
 
+def fake_completion() -> Completion: return Completion(torch.randint(3, 250, (4,)), torch.full((4,), -1.), -4., 'aeiou', [1, 2, 3])
+
+
 class SleepGenerator:
     "Built by the worker from its spec (`ProcessSearcher(..., generator='benchmarks.sim_engine:SleepGenerator')`)"
     def __init__(self, spec:dict): self.S, self.P, self.version = float(os.environ['TBA_SIM_S']), int(os.environ['TBA_SIM_P']), 0
@@ -20,7 +23,7 @@ class SleepGenerator:
         for handle, _ in loads: handle.receive(); self.version = handle.version
         load_s = time.perf_counter() - t if loads else None
         time.sleep(self.S * len(prompts) / self.P)
-        group = [Completion(torch.randint(3, 250, (4,)), torch.full((4,), -1.), -4., 'aeiou', [1, 2, 3]) for _ in range(k)]
+        group = [fake_completion() for _ in range(k)]
         return self.version, [pack_group(group) for _ in prompts], load_s
 
 
@@ -41,8 +44,7 @@ class SleepSearcher(SearcherBase):
             self.current, self.pending, self.version = self.pending, None, self.pending.version
         version = self.version
         await asyncio.sleep(self.S * len(prompts) / self.P)
-        fake = lambda: Completion(torch.randint(3, 250, (4,)), torch.full((4,), -1.), -4., 'aeiou', [1, 2, 3])
-        return version, [[fake() for _ in range(k)] for _ in prompts], None
+        return version, [[fake_completion() for _ in range(k)] for _ in prompts], None
 
     async def aclose(self):
         for h in (self.pending, self.current):
