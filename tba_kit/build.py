@@ -25,12 +25,14 @@ def make_objective(cfg:Config):
     if given(cfg.objective): raise ValueError(f"objective {cfg.objective} was given to run() as an object: give it again, run(config, objective=...)")
     return build_component('objective', OBJECTIVES, cfg)
 
+# %% ../nbs/09d_build.ipynb #e24d06bf
 def make_sampler(cfg:Config, sampler=None):
     "The buffer sampler named by `cfg.sampler` (or `sampler` itself), staleness-capped when `cfg.max_staleness` is set"
     if sampler is None and given(cfg.sampler): raise ValueError(f"sampler {cfg.sampler} was given to run() as an object: give it again, run(config, sampler=...)")
     s = sampler if sampler is not None else build_component('sampler', SAMPLERS, cfg)
     return StalenessCap(s, cfg.max_staleness) if cfg.max_staleness is not None else s
 
+# %% ../nbs/09d_build.ipynb #ed9c8dfa
 def make_policy(cfg:Config):
     "(model, tokenizer) of the trainer, in the dtype its precision needs, on `cfg.device`"
     if cfg.model == 'tiny':
@@ -38,10 +40,12 @@ def make_policy(cfg:Config):
         return model.to(cfg.device), tok
     return load_model(cfg.model, dtype='bfloat16' if cfg.precision == 'bf16' else 'float32', lora=cfg.lora, device=cfg.device)
 
+# %% ../nbs/09d_build.ipynb #29f66c68
 def make_searchers(cfg:Config, task, policy, tokenizer) -> list:
     "`cfg.searchers` searchers of `cfg.engine` (see `searchers.ENGINES`), placed as `cfg.placement` says (`searchers.PLACEMENTS`)"
     return [make_searcher(cfg, task, policy, tokenizer, i) for i in range(cfg.searchers)]
 
+# %% ../nbs/09d_build.ipynb #a3897034
 def make_searcher(cfg:Config, task, policy, tokenizer, i:int):
     "Searcher `i` of the config's engine, where its placement puts it"
     s = placement_of(cfg).searcher(cfg, task, policy, tokenizer, i)

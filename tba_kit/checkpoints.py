@@ -46,10 +46,12 @@ class RunLock:
 def _digest(path:Path) -> str:
     with open(path, 'rb') as f: return hashlib.file_digest(f, 'sha256').hexdigest()
 
+# %% ../nbs/09a_checkpoints.ipynb #b4508d1a
 def _write_manifest(ck:Path, step:int):
     files = {f.name: {'bytes': f.stat().st_size, 'sha256': _digest(f)} for f in sorted(ck.iterdir())}
     (ck / 'manifest.json').write_text(json.dumps({'step': step, 'files': files}, indent=1))
 
+# %% ../nbs/09a_checkpoints.ipynb #7a66607d
 OWN_FILES = ('trainer', 'buffer')  # parts whose state is large: a file each (`<name>.pt`); the others share state.pt
 
 def save_checkpoint(out_dir:Path, parts:dict, cfg:Config, extra:dict|None=None) -> Path:
@@ -85,6 +87,7 @@ def checkpoint_problem(ck:Path) -> str|None:
     if key not in _intact: _intact[key] = _problem(ck)
     return _intact[key]
 
+# %% ../nbs/09a_checkpoints.ipynb #d1b63077
 def _problem(ck:Path) -> str|None:
     if not (ck / 'manifest.json').exists():  # written before checksums
         missing = [f for f in CHECKPOINT_FILES if not (ck / f).exists()]
@@ -126,6 +129,7 @@ def _read(ck:Path, name:str, load):
         raise ValueError(f"checkpoint {str(ck)!r}: {name} cannot be read ({type(e).__name__}: {e}); "
                          "resume from an earlier checkpoint (checkpoints/step_*)") from e
 
+# %% ../nbs/09a_checkpoints.ipynb #ae7480d9
 def load_checkpoint(path:Path, parts:dict) -> dict:
     "Restore into `parts` (name -> part with `load_state_dict`, as saved) what `save_checkpoint` wrote; returns the saved extra state"
     st, path = require('safetensors.torch', 'pip install safetensors'), Path(path)
@@ -151,6 +155,7 @@ def check_not_live(resume:str|Path):
     if folder.is_dir():
         with RunLock(folder): pass
 
+# %% ../nbs/09a_checkpoints.ipynb #fda59bad
 def resume_config(cfg:Config, resume:str|Path) -> Config:
     "`cfg` for continuing the run in `resume`: out_dir is that run's folder; fields fixed by the checkpoint must agree"
     check_not_live(resume)

@@ -30,6 +30,7 @@ def _parser():
     e.add_argument('--limit', type=int, default=None, help='evaluate on the first N held-out prompts')
     return p
 
+# %% ../nbs/11_cli.ipynb #31f0ab08
 def _train_config(args, overrides) -> tuple:
     from tba_kit.checkpoints import check_not_live, find_checkpoint
     resume = None
@@ -42,6 +43,7 @@ def _train_config(args, overrides) -> tuple:
     if args.config is None: raise ValueError("tba train needs a config file (or --resume DIR)")
     return Config.load(args.config, overrides), resume
 
+# %% ../nbs/11_cli.ipynb #2be68186
 def _with_overrides(base:dict, overrides:list) -> Config:
     "The saved config of a run with command-line overrides applied"
     extra = Config.load(None, overrides).to_dict() if overrides else {}
@@ -77,6 +79,7 @@ def main(argv:list|None=None) -> int:
         _say(f"error: {e}"); return 1
     return 0
 
+# %% ../nbs/11_cli.ipynb #7a97990c
 def evaluate_target(target:str, limit:int|None=None) -> dict:
     "Held-out metrics (greedy, and sampled with `eval_samples`) of a config's model, or of a run directory's / checkpoint's policy"
     from tba_kit.checkpoints import find_checkpoint
@@ -115,6 +118,7 @@ def run_interruptible(coro):
         for s in sigs: loop.remove_signal_handler(s)
         loop.run_until_complete(loop.shutdown_asyncgens()); loop.close()
 
+# %% ../nbs/11_cli.ipynb #a033261a
 def _say(line:str): stderr_line(f"tba: {line}")
 
 # %% ../nbs/11_cli.ipynb #b546899e

@@ -152,6 +152,7 @@ class Config(SearchFields):
 def _need(ok:bool, field_:str, msg:str):
     if not ok: raise ValueError(f"config field {field_!r}: {msg}")
 
+# %% ../nbs/09_config.ipynb #50358d9d
 @patch
 def validate(self:Config):
     "Raise a ValueError naming the field of the first setting that cannot work, with the fix"
@@ -275,6 +276,7 @@ def from_dict(cls:Config, d:dict) -> Config:
             raise ValueError(f"unknown config key {key!r}" + (f": did you mean {close[0]!r}?" if close else f"; valid keys: {names}"))
     return cls(**{k: _coerce(v, _hints()[k]) for k, v in d.items()})
 
+# %% ../nbs/09_config.ipynb #2c603bd9
 @patch(cls_method=True)
 def load(cls:Config, path:str|Path|None=None, overrides:list|dict|None=None) -> Config:
     "A config from a YAML file (optional) plus overrides: a dict or ['key=value', '--key=value', ...] (values parsed as YAML)"
@@ -296,6 +298,7 @@ def load(cls:Config, path:str|Path|None=None, overrides:list|dict|None=None) -> 
             d[key.replace('-', '_')] = yaml.safe_load(val)
     return cls.from_dict(d)
 
+# %% ../nbs/09_config.ipynb #a37cb179
 def _unique_keys_loader(yaml):
     "A safe YAML loader that refuses a key given twice (plain YAML keeps the last one silently)"
     class Loader(yaml.SafeLoader): pass
@@ -311,12 +314,14 @@ def _unique_keys_loader(yaml):
 @patch
 def _core_lists(self:Config) -> list: return (self.vllm_cpu_threads or '').split('|')
 
+# %% ../nbs/09_config.ipynb #d0bb5798
 @patch
 def vllm_cores(self:Config, i:int) -> str|None:
     "The CPU cores of vLLM searcher `i` (None: vLLM's default binding)"
     parts = self._core_lists()
     return (parts[i] if len(parts) > 1 else parts[0]) or None
 
+# %% ../nbs/09_config.ipynb #1f152bfa
 @patch
 def resolve_precision(self:Config) -> tuple:
     "(this config with `auto` precision and searcher dtype replaced by what is fast on this machine, a sentence saying why)"
@@ -331,19 +336,21 @@ def resolve_precision(self:Config) -> tuple:
     res = copy.copy(self); res.__dict__.update(kw)  # values validate accepts, read by no other check: the config is validated once, not again
     return res, '; '.join(f"{', '.join(what)}: {reason}" for reason, what in why.items())
 
-# %% ../nbs/09_config.ipynb #3e4e956a
 _CPU_TRAINER = ("a CPU trainer keeps fp32 (bf16-mixed autocast was no faster for the default job's train step even with native "
                 "bf16, and learned less; see benchmarks/results/main_job_search.md; precision: bf16-mixed overrides)")
 
+# %% ../nbs/09_config.ipynb #3e4e956a
 def _hints(): return typing.get_type_hints(Config)
 
 MAX_TOKENS = 131_072  # new tokens per completion, at most (the longest contexts of today's open models)
 
+# %% ../nbs/09_config.ipynb #f4552424
 def _default(name:str):
     "The default value of a config field"
     f = next(f for f in fields(Config) if f.name == name)
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
+# %% ../nbs/09_config.ipynb #7ce52f46
 _SEARCHER = {'thread': dict(engine='hf', placement='inline'), 'process': dict(engine='hf', placement='process'),
              'vllm': dict(engine='vllm', placement='inline')}
 
@@ -353,24 +360,30 @@ def _split_searcher(d:dict) -> dict:
     if old not in _SEARCHER: raise ValueError(f"config field 'searcher' (now 'engine' and 'placement') must be one of {list(_SEARCHER)}, got {old!r}")
     return {k: v for k, v in d.items() if k != 'searcher'} | _SEARCHER[old]
 
+# %% ../nbs/09_config.ipynb #d31aaa28
 def given(name:str) -> bool:
     "Whether a component's name in the config stands for an object given to `run()`, like '<MyLoss>'"
     return name.startswith('<') and name.endswith('>')
 
+# %% ../nbs/09_config.ipynb #36852f57
 def _checked(field_:str, make):
     "`make()`, with any error it raises naming the config field"
     try: return make()
     except Exception as e: raise ValueError(f"config field {field_!r}: {e}") from e
 
+# %% ../nbs/09_config.ipynb #6cbe1448
 def build_component(field_:str, registry, cfg):
     "The component that `cfg.<field_>` names, built from the config and `cfg.<field_>_args`; errors name the field at fault"
     factory, args = _checked(field_, lambda: registry.get(getattr(cfg, field_))), getattr(cfg, f'{field_}_args')
     return _checked(f'{field_}_args' if args else field_, lambda: factory(cfg, **args))
 
+# %% ../nbs/09_config.ipynb #afd202e2
 def _schedule_names() -> list: return [s.value for s in __import__('transformers').SchedulerType]
 
+# %% ../nbs/09_config.ipynb #ff451751
 def _options(hint) -> tuple: return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
 
+# %% ../nbs/09_config.ipynb #0419fdc3
 def _coerce(value, hint):
     "YAML reads `3e-5` as a string, `0` (a core list) as a number and `wandb,tensorboard` as a string: make them what the field means"
     opts = _options(hint)
@@ -381,6 +394,7 @@ def _coerce(value, hint):
     if isinstance(value, str) and list in opts: return [x.strip() for x in value.split(',') if x.strip()]  # --log_with=wandb,tensorboard
     return value
 
+# %% ../nbs/09_config.ipynb #67ff2d20
 def _check_type(name, value, hint):
     "Raise a TypeError naming the field when `value` does not fit the annotation `hint`"
     opts = _options(hint)

@@ -57,6 +57,7 @@ def evaluate(
     res['examples'] = rows  # every problem: what the model answered (and whether it was right), to look at later
     return res
 
+# %% ../nbs/06g_evaluation.ipynb #22c25f47
 def _graded(task, prompts, texts, drawn, tokenizer, rows) -> dict:
     "Intervals of the greedy accuracy and, from `drawn` samples, the sampled accuracy (the rows get each problem's numbers)"
     ok = task.correct(prompts, texts)
@@ -71,6 +72,7 @@ def _graded(task, prompts, texts, drawn, tokenizer, rows) -> dict:
         for r, a in zip(rows, per): r['sampled_accuracy'] = a
     return out
 
+# %% ../nbs/06g_evaluation.ipynb #d12efa0b
 @torch.no_grad()
 def kl_to_reference(
     model:nn.Module, ref:nn.Module, tokenizer,

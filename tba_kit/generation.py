@@ -28,11 +28,13 @@ def _left_pad(seqs:list, pad_id:int, head:int=0):
         ids[i, P - len(s) + head:] = torch.as_tensor(s[head:], dtype=torch.long); mask[i, P - len(s) + head:] = 1
     return ids, mask
 
+# %% ../nbs/06f_generation.ipynb #02c7ca09
 def _shared_head(seqs:list, least:int=8) -> int:
     "How many first tokens all of `seqs` share (a chat template's system prompt, an instruction), each keeping its last token; 0 below `least`"
     n = min(len(os.path.commonprefix(seqs)), min(len(s) for s in seqs) - 1)
     return n if n >= least else 0
 
+# %% ../nbs/06f_generation.ipynb #d466a4ff
 def _recorder(temperature:float=1.):
     "A logits processor that records the log-prob of each sampled token at `temperature` (before any filtering)"
     tf = require('transformers', 'pip install transformers')
@@ -47,6 +49,7 @@ def _recorder(temperature:float=1.):
             return torch.stack(self.steps, 1)  # [B, T]
     return Record()
 
+# %% ../nbs/06f_generation.ipynb #97f5032c
 def _prompt_cache(model, ids, mask, k:int, head:int=0):
     "Key/value cache of the prompts' shared `head` (computed once) and, for k > 1, of all but each prompt's last token (once per prompt, repeated for its `k` rows); None: no sharing"
     if getattr(model, 'config', None) is None or ids.shape[1] < 2 or (k == 1 and not head): return None

@@ -36,6 +36,7 @@ class MetricsLog:
         for s in self.sinks: s.close()
         self.sinks = []
 
+# %% ../nbs/09b_records.ipynb #ef6908d2
 def read_rows(path:Path) -> list:
     "The complete rows of a JSONL file (a line cut short by a crash is left out)"
     out = []
@@ -44,6 +45,7 @@ def read_rows(path:Path) -> list:
         except json.JSONDecodeError: continue
     return out
 
+# %% ../nbs/09b_records.ipynb #015be3cc
 def finite_scalars(row:dict) -> dict:
     "The finite numbers of a metric row, without its step"
     return {k: float(v) for k, v in row.items()
@@ -62,6 +64,7 @@ class TensorBoardSink:
 
     def close(self): self.writer.close()
 
+# %% ../nbs/09b_records.ipynb #ac9f60df
 class WandbSink:
     "Metric rows logged to a wandb run in `cfg.wandb_project` (id kept in `out_dir/wandb_id`: a resumed run continues it)"
     needs = ('wandb', 'pip install wandb')

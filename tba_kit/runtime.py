@@ -103,14 +103,17 @@ class Status:
     def done(self): self.text = None  # between phases: nothing to repeat
     def close(self): self.done(); self._stop.set()
 
+# %% ../nbs/09c_runtime.ipynb #d54db1e3
 def say(line:str): stderr_line(f"tba_kit: {line}")
 
+# %% ../nbs/09c_runtime.ipynb #ddfaf7e8
 def check_model_path(model:str):
     "Refuse a model given as a local path that does not exist, before anything loads (hub names are the loader's to check)"
     p = Path(model).expanduser()
     if (model.startswith(('/', '.', '~')) or (len(p.parts) > 1 and Path(p.parts[0]).is_dir())) and not p.exists():
         raise ValueError(f"config field 'model': {model!r} does not exist; give an existing model folder, a hub name, or 'tiny'")
 
+# %% ../nbs/09c_runtime.ipynb #b488d63e
 def check_writable(out:Path):
     "Refuse an out_dir that cannot be written (checked on its nearest existing folder), before any model loads"
     p = out.resolve()
