@@ -166,6 +166,32 @@ def _logprobs(self:Trainer, model, mb:Batch, need_repr:bool=False) -> tuple:
     last = mb.completion_mask.float().argmax(-1) - 1  # [b]
     return lp, out.hidden_states[-1][torch.arange(len(mb)), last].float()  # [b, H]
 
+# %% ../nbs/08_trainer.ipynb #d8859240
+@patch
+def _backward(self:Trainer, mb:Batch, w:float, scale:float=1.) -> dict:
+    "Forward and backward on micro-batch `mb`, its loss weighted by `w` (its share of the batch) times `scale`; the loss terms weighted by `w`"
+    mb = mb.to(self.device)  # batches are collated on the CPU; the policy may live on a GPU
+    self._fill_ref(mb)
+    lp, prompt_repr = self._forward(mb)
+    out = self.objective(lp, mb, prompt_repr)
+    (out.loss * (w * scale)).backward()
+    return {k: v.detach().float() * w for k, v in {**out.terms, **out.metrics, 'loss': out.loss}.items()}
+
+# %% ../nbs/08_trainer.ipynb #957650dc
+@patch
+def _accumulate(self:Trainer, batch:Batch) -> dict:
+    "Forward and backward over `batch`'s micro-batches of whole groups; the loss terms summed over them"
+    sums = {}
+    for mb in split_groups(batch, self.micro_batch_rows):
+        for k, v in self._backward(mb, self.objective.share(mb, batch)).items(): sums[k] = sums.get(k, 0.) + v
+    return sums
+
+# %% ../nbs/08_trainer.ipynb #5652dd11
+@patch
+def _clip(self:Trainer) -> torch.Tensor:
+    "Clip the policy's gradient norm to `max_grad_norm` (none: measure only); the norm before clipping"
+    return torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm or float('inf'))
+
 # %% ../nbs/08_trainer.ipynb #181e4d01
 @patch
 def step(self:Trainer, batch:Batch,
@@ -176,16 +202,8 @@ def step(self:Trainer, batch:Batch,
     if progress is not None: self.follow(progress)
     if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
     self._check_resolution(batch)
-    B, sums = len(batch), {}
-    for mb in split_groups(batch, self.micro_batch_rows):
-        mb = mb.to(self.device)  # batches are collated on the CPU; the policy may live on a GPU
-        self._fill_ref(mb)
-        lp, prompt_repr = self._forward(mb)
-        out = self.objective(lp, mb, prompt_repr)
-        w = self.objective.share(mb, batch)
-        (out.loss * w).backward()  # micro-batches add up to the batch's loss
-        for k, v in {**out.terms, **out.metrics, 'loss': out.loss}.items(): sums[k] = sums.get(k, 0.) + v.detach().float() * w
-    grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm or float('inf'))  # inf: measure only
+    B, sums = len(batch), self._accumulate(batch)
+    grad_norm = self._clip()
     if not (torch.isfinite(sums['loss']) and torch.isfinite(grad_norm)): self._refuse(batch, float(sums['loss']), float(grad_norm))
     del sums['loss']
     self.optimizer.step(); self.optimizer.zero_grad(set_to_none=True)

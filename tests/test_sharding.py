@@ -1,0 +1,79 @@
+"The sharded trainer on two CPU ranks (gloo) equals one process: same loss, gradient norm, weights and log Z, step after step."
+import socket
+from datetime import timedelta
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from tba_kit.core import Trajectory, collate
+from tba_kit.models import tiny_model
+from tba_kit.objectives import PPO, ScalarLogZ, TrajectoryBalance, VarGrad
+from tba_kit.trainer import Trainer
+
+STEPS = 3
+
+
+def batch_of(seed, sizes=(3, 5, 2, 4)):
+    "Four prompt groups of uneven sizes, so that the ranks get unequal numbers of micro-batches"
+    gen, groups = torch.Generator().manual_seed(seed), []
+    for g, n in enumerate(sizes):
+        prompt = torch.randint(3, 200, (4,), generator=gen)
+        groups.append([Trajectory(f'p{g}', prompt, torch.randint(3, 200, (T,), generator=gen), -torch.rand(T, generator=gen),
+                                  reward=float(torch.rand(1, generator=gen)), ref_logprob=float(-3 * torch.rand(1, generator=gen)))
+                       for T in torch.randint(1, 6, (n,), generator=gen).tolist()])
+    return collate(groups)
+
+
+def make(cls, name):
+    objective = {'tb': lambda: TrajectoryBalance(0.5, ScalarLogZ(0.3), 1e-2), 'vargrad': lambda: VarGrad(0.5),
+                 'grpo': lambda: PPO(loss_type='grpo')}[name]()
+    return cls(tiny_model(seed=0)[0], objective, lr=1e-3, precision='fp32', micro_batch_rows=4)  # clipped at 1.0: the norms are far above
+
+
+def state(t, weights):
+    "What must agree: the weights, the objective's parameters and their AdamW moments (a log Z gradient off by a constant factor shows there, not in the weights)"
+    z = [p.detach().clone() for p in t.objective.parameters()]
+    moments = [t.optimizer.state[p]['exp_avg'].clone() for p in t.objective.parameters() if p in t.optimizer.state]
+    return {'weights': weights, 'log_z': z, 'log_z_exp_avg': moments}
+
+
+def rank_main(rank, world, port, name, out):
+    from tba_kit.sharding import ShardedTrainer, full_state_dict
+    torch.set_num_threads(1)
+    dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world, timeout=timedelta(seconds=60))
+    try:
+        t = make(ShardedTrainer, name)
+        metrics = [t.step(batch_of(s)) for s in range(STEPS)]
+        res = state(t, full_state_dict(t.model))
+        if rank == 0: torch.save({'metrics': metrics, **res}, out)
+    finally: dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+
+@pytest.mark.parametrize('name', ['tb', 'vargrad', 'grpo'])
+def test_two_ranks_equal_one_process(name, tmp_path):
+    one = make(Trainer, name)
+    ref = [one.step(batch_of(s)) for s in range(STEPS)]
+    ctx, out = mp.get_context('spawn'), tmp_path / 'rank0.pt'
+    procs = [ctx.Process(target=rank_main, args=(r, 2, port, name, out)) for port in [free_port()] for r in range(2)]
+    for p in procs: p.start()
+    for p in procs: p.join(240)
+    for p in procs:
+        if p.is_alive(): p.kill()
+    assert [p.exitcode for p in procs] == [0, 0], f"a rank failed or hung: exit codes {[p.exitcode for p in procs]}"
+    got = torch.load(out)
+    for a, b in zip(ref, got['metrics']):
+        assert b['train/rows'] == a['train/rows'] == 14
+        for k in a:
+            if k.startswith(('loss/', 'train/grad_norm', name)) or k in ('train/lr',):
+                torch.testing.assert_close(b[k], a[k], rtol=1e-5, atol=1e-5, msg=lambda m: f"{k}: {m}")
+    mine = state(one, one.model.state_dict())
+    for k, v in mine['weights'].items(): torch.testing.assert_close(got['weights'][k], v, rtol=1e-5, atol=1e-5, msg=lambda m: f"weight {k}: {m}")
+    torch.testing.assert_close(got['log_z'], mine['log_z'], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got['log_z_exp_avg'], mine['log_z_exp_avg'], rtol=1e-5, atol=1e-7)
+    if name == 'tb': assert float(mine['log_z'][0]) != 0.3 and len(mine['log_z_exp_avg']) == 1  # log Z was trained and compared
