@@ -77,12 +77,13 @@ def generate_completions(
     top_k:int=0,  # 0: no top-k filtering
     greedy:bool=False,  # argmax decoding (evaluation)
     batch_size:int=64,  # rows per generate call (whole prompts; k rows each)
-    progress=None,  # called with (prompts done, prompts in all) after each generate call
+    progress=None,  # called with (prompts done, prompts in all) before the first generate call and after each
 ) -> list:  # per prompt, k (completion ids [T], logprobs [T]) pairs
     "Sample `k` completions per prompt; each with its per-token log-probs (tempered by `logprob_temperature`)"
     eos = tokenizer.eos_token_id
     per_call = max(1, batch_size // k)
     out = []
+    if progress is not None: progress(0, len(prompt_ids))  # a phase is on the status line from its start
     for s in range(0, len(prompt_ids), per_call):
         chunk = [p for p in prompt_ids[s:s + per_call] for _ in range(k)]
         head = _shared_head(chunk) if getattr(model, 'config', None) is not None else 0  # computed once, not once a row

@@ -74,10 +74,10 @@ class RewardGuard:
 
 # %% ../nbs/09c_runtime.ipynb #2e96afe4
 class Status:
-    "What a run is doing outside its training steps, shown when it changes and every `every` seconds while it lasts"
+    "What a run is doing outside its training steps, shown when it changes and, while it lasts unchanged, after `every`, 2 `every`, 4 `every` ... seconds"
     def __init__(self, show=None, every:float=5.):  # show(line) displays a line (default: standard error)
         self.show, self.every = show or say, every
-        self.text, self.t0, self.shown = None, 0., 0.
+        self.text, self.t0, self.shown, self.gap = None, 0., 0., every
         self._stop, self._thread, self._lock = threading.Event(), None, threading.Lock()
 
     def __call__(self, text:str, new:bool=False):
@@ -85,7 +85,8 @@ class Status:
         now = time.monotonic()
         with self._lock:
             if new or self.text is None: self.t0 = now
-            self.text = text
+            if text == self.text and not new: return  # said already
+            self.text, self.gap = text, self.every
             if self._thread is None:  # repeats the line while the phase lasts; ends between phases
                 self._thread = threading.Thread(target=self._beat, name='tba_kit-status', daemon=True); self._thread.start()
         self._emit(now)
@@ -98,7 +99,7 @@ class Status:
         while not self._stop.wait(min(1., self.every / 2)):
             with self._lock:
                 if self.text is None: self._thread = None; return
-            if time.monotonic() - self.shown >= self.every: self._emit(time.monotonic())
+            if time.monotonic() - self.shown >= self.gap: self._emit(time.monotonic()); self.gap *= 2
 
     def done(self): self.text = None  # between phases: nothing to repeat
     def close(self): self.done(); self._stop.set()
@@ -148,7 +149,7 @@ class ClockBar:
     def __init__(self, run, tqdm):
         self.run, total = run, 60 * run.cfg.time_limit
         self.bar = tqdm(total=total, initial=min(total, run.log.training_seconds()), desc=f"{run.cfg.mode} {run.cfg.objective}", dynamic_ncols=True,
-                        bar_format='{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s of training [{elapsed}<{remaining}{postfix}]')
+                        bar_format='{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s of training [{elapsed}{postfix}]')  # no rate guess: what is left is total - n
         self.update(0)
 
     def update(self, n:int=1):  # n: steps done since the last call (the bar follows the clock)
