@@ -10,13 +10,14 @@ import copy
 
 import torch
 import torch.distributed as dist
+from fastcore.basics import patch
 from torch import nn
 
 from .core import Batch
 from .trainer import Trainer, select_rows, split_groups
 
 # %% auto #0
-__all__ = ['rank_rows', 'decoder_layers', 'shard_model', 'ShardedTrainer', 'full_state_dict']
+__all__ = ['rank_rows', 'decoder_layers', 'shard_model', 'ShardedTrainer', 'full_state_dict', 'load_full_state_dict']
 
 # %% ../nbs/08a_sharding.ipynb #dd593368
 def rank_rows(batch:Batch, rank:int, world:int) -> list:
@@ -73,6 +74,33 @@ class ShardedTrainer(Trainer):
 
 # %% ../nbs/08a_sharding.ipynb #8ec017e7
 def full_state_dict(model:nn.Module) -> dict:
-    "The whole weights of a sharded model as CPU tensors (every rank must call it; each gets the full copy)"
+    "The whole weights of a sharded model as CPU tensors on rank 0, an empty dict on the others (every rank must call it)"
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, StateDictOptions
     return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+# %% ../nbs/08a_sharding.ipynb #463fd6ef
+def load_full_state_dict(model:nn.Module, weights:dict):
+    "Load whole weights into a sharded model: rank 0 passes them, the other ranks an empty dict (every rank must call it)"
+    from torch.distributed.checkpoint.state_dict import set_model_state_dict, StateDictOptions
+    set_model_state_dict(model, weights, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+
+# %% ../nbs/08a_sharding.ipynb #9df4aa04
+def _named(trainer:Trainer) -> nn.Module:
+    "The policy and the objective as one module: the names under which the optimizer's state is gathered and restored"
+    return nn.ModuleDict({'policy': trainer.model, 'objective': trainer.objective})
+
+@patch
+def state_dict(self:ShardedTrainer) -> dict:
+    "`Trainer.state_dict` with AdamW's state gathered whole on rank 0 and keyed by parameter name (every rank must call it)"
+    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict, StateDictOptions
+    opt = get_optimizer_state_dict(_named(self), self.optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return {**Trainer.state_dict(self), 'optimizer': opt}
+
+# %% ../nbs/08a_sharding.ipynb #694717ae
+@patch
+def load_state_dict(self:ShardedTrainer, state:dict):
+    "Resume from a gathered `state_dict` saved on any number of ranks (every rank passes it; AdamW's state is read from rank 0's and sharded)"
+    from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict, StateDictOptions
+    set_optimizer_state_dict(_named(self), self.optimizer, state['optimizer'] if self.rank == 0 else {},
+                             options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+    Trainer.load_state_dict(self, {**state, 'optimizer': self.optimizer.state_dict()})  # the rest as one process does

@@ -77,3 +77,46 @@ def test_two_ranks_equal_one_process(name, tmp_path):
     torch.testing.assert_close(got['log_z'], mine['log_z'], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(got['log_z_exp_avg'], mine['log_z_exp_avg'], rtol=1e-5, atol=1e-7)
     if name == 'tb': assert float(mine['log_z'][0]) != 0.3 and len(mine['log_z_exp_avg']) == 1  # log Z was trained and compared
+
+
+def rank_resume(rank, world, port, name, load, save, steps):
+    "Train `steps` (batch seeds) on `world` ranks, starting from the checkpoint `load` (or fresh), then save to `save`"
+    from tba_kit.sharding import ShardedTrainer, full_state_dict, load_full_state_dict
+    torch.set_num_threads(1)
+    dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world, timeout=timedelta(seconds=60))
+    try:
+        t = make(ShardedTrainer, name)
+        if load:
+            ck = torch.load(load, weights_only=False)
+            load_full_state_dict(t.model, ck['weights'] if rank == 0 else {}); t.load_state_dict(ck['trainer'])
+        for s in steps: t.step(batch_of(s))
+        ck = {'weights': full_state_dict(t.model), 'trainer': t.state_dict()}
+        if rank == 0: torch.save(ck, save)
+    finally: dist.destroy_process_group()
+
+
+def spawn(target, world, *args):
+    ctx, port = mp.get_context('spawn'), free_port()
+    procs = [ctx.Process(target=target, args=(r, world, port, *args)) for r in range(world)]
+    for p in procs: p.start()
+    for p in procs: p.join(240)
+    for p in procs:
+        if p.is_alive(): p.kill()
+    assert [p.exitcode for p in procs] == [0] * world, f"a rank failed or hung: exit codes {[p.exitcode for p in procs]}"
+
+
+@pytest.mark.parametrize('before,after', [(2, 1), (1, 2)])
+def test_a_checkpoint_resumes_on_another_number_of_ranks(before, after, tmp_path):
+    "Two steps on `before` ranks, saved gathered, one more on `after` ranks: the weights, log Z and AdamW's moments of one process's three steps"
+    one = make(Trainer, 'tb')
+    for s in range(STEPS): one.step(batch_of(s))
+    spawn(rank_resume, before, 'tb', None, tmp_path / 'a.pt', range(STEPS - 1))
+    spawn(rank_resume, after, 'tb', tmp_path / 'a.pt', tmp_path / 'b.pt', range(STEPS - 1, STEPS))
+    got = torch.load(tmp_path / 'b.pt', weights_only=False)
+    for k, v in one.model.state_dict().items(): torch.testing.assert_close(got['weights'][k], v, rtol=1e-5, atol=1e-5, msg=lambda m: f"weight {k}: {m}")
+    test = got['trainer']
+    assert test['step'] == STEPS and test['optimizer']['state']['objective.log_z.value']['step'] == STEPS
+    torch.testing.assert_close(test['objective']['log_z.value'], one.objective.log_z.value.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(test['optimizer']['state']['objective.log_z.value']['exp_avg'], one.optimizer.state[one.objective.log_z.value]['exp_avg'])
+    emb = next(k for k in test['optimizer']['state'] if k.startswith('policy.') and 'embed' in k)
+    torch.testing.assert_close(test['optimizer']['state'][emb]['exp_avg_sq'], one.optimizer.state[one.model.model.embed_tokens.weight]['exp_avg_sq'], rtol=1e-4, atol=1e-12)
