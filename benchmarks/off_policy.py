@@ -16,10 +16,13 @@ as a multiple of N, median over seeds with a bootstrap interval over seeds (a se
 
 Every objective shares the main job's settings (beta 0.05 as a KL penalty in the reward, lr 1e-5, K 8, 4 prompts per
 step); 'grpo' is TRL's loss_type 'grpo' with its clip 0.2, 'grpo_tis' adds TRL's truncated importance sampling
-(per-token weights pi_trainer / pi_searcher capped at 3). A run's checkpoint is deleted once it is evaluated (1.5 GB
-each); its metrics and per-problem evaluations stay in runs/off_policy/.
+(per-token weights pi_trainer / pi_searcher capped at 3). Searchers generate in fp32 on every machine (`auto` would pick
+bf16 where it is native), so that seeds run on different machines differ only in speed. A run's checkpoint is deleted
+once it is evaluated (1.5 GB each); its metrics and per-problem evaluations stay in runs/off_policy/, and a record of each
+finished run (its evaluations, every problem's correctness, wall seconds, the machine) in
+benchmarks/results/off_policy_runs/, which `--resume` and `--report` read: a fresh clone keeps what was measured.
 """
-import argparse, json, sys
+import argparse, json, platform, sys
 from pathlib import Path
 
 import numpy as np
@@ -33,31 +36,49 @@ OBJECTIVES = {'tb': ['--objective=tb'], 'vargrad': ['--objective=vargrad'], 'grp
               'grpo_tis': ['--objective=grpo', '--is_correction=token_truncate']}
 
 
-def steps_to(run:Path, acc:float) -> float|None:
+def record_of(run:Path, wall:float) -> dict:
+    "What a finished run leaves for the analysis: its evaluations (every problem's correctness as a string of 0 / 1), wall seconds, the machine"
+    import torch
+    return {'wall_seconds': wall, 'cpu': platform.processor() or platform.machine(), 'cpu_capability': torch.backends.cpu.get_cpu_capability(),
+            'evaluations': [{'step': e['step'], 'accuracy': e['accuracy'], 'correct': ''.join('1' if c else '0' for c in e['correct'])}
+                            for e in evaluations(run)]}
+
+
+def evals(rec:dict) -> list:
+    "A record's evaluations with per-problem correctness as a list of bools"
+    return [{**e, 'correct': [c == '1' for c in e['correct']]} for e in rec['evaluations']]
+
+
+def steps_to(rec:dict, acc:float) -> float|None:
     "Steps until the held-out accuracy first reaches `acc`, linear between the evaluations around the crossing (None: never)"
-    ev = [(e['step'], e['accuracy']) for e in evaluations(run)]
+    ev = [(e['step'], e['accuracy']) for e in evals(rec)]
     for (s0, a0), (s1, a1) in zip([ev[0]] + ev, ev):
         if a1 >= acc - 1e-9: return float(s1) if a1 == a0 or s1 == s0 else s0 + (s1 - s0) * (acc - a0) / (a1 - a0)
     return None
 
 
-def at_step(run:Path, step:int) -> list:
+def at_step(rec:dict, step:int) -> list:
     "Per-problem correctness at the evaluation of `step`"
-    e = next((e for e in evaluations(run) if e['step'] == step), None)
-    if e is None: raise ValueError(f"{run} has no evaluation at step {step}: --steps must be a multiple of --eval_every")
+    e = next((e for e in evals(rec) if e['step'] == step), None)
+    if e is None: raise ValueError(f"a run has no evaluation at step {step}: --steps must be a multiple of --eval_every")
     return e['correct']
 
 
-def train(out:Path, config:str, args:list, resume:bool) -> float:
-    "One run in its own process, its checkpoint deleted once evaluated; wall seconds (`resume` reuses a finished run)"
-    return timed_run([sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--out_dir={out}', '--no-progress', *args], out, resume, drop_checkpoints=True)
+def train(out:Path, kept:Path, config:str, args:list, resume:bool, report:bool) -> dict|None:
+    "One run in its own process, its checkpoint deleted once evaluated; its record, kept in `kept` (`resume`: a kept record is reused; `report`: nothing runs)"
+    if (resume or report) and kept.exists(): return json.loads(kept.read_text())
+    if report: return None
+    wall = timed_run([sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--out_dir={out}', '--no-progress', *args], out, resume, drop_checkpoints=True)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(json.dumps(rec := record_of(out, wall)))
+    return rec
 
 
 def analyse(runs:dict, n:int, horizon:int) -> dict:
-    "runs: objective -> list of (on-policy folder, stale folder) per seed"
+    "runs: objective -> list of (on-policy record, stale record) per seed"
     res = {}
     for obj, pairs in runs.items():
-        on = np.array([evaluations(a)[-1]['correct'] for a, _ in pairs], float)  # [seeds, problems]
+        on = np.array([evals(a)[-1]['correct'] for a, _ in pairs], float)  # [seeds, problems]
         st = np.array([at_step(b, n) for _, b in pairs], float)
         target = float(np.median(on.mean(1)))
         mult = np.array([(s / n) if (s := steps_to(b, target)) is not None else np.inf for _, b in pairs])
@@ -66,7 +87,7 @@ def analyse(runs:dict, n:int, horizon:int) -> dict:
         res[obj] = {'seeds': len(pairs), 'on_policy_final': target, 'on_policy_final_ci': bootstrap_ci(on, stat=np.median),
                     'stale_at_n': float(np.median(st.mean(1))), 'stale_at_n_ci': bootstrap_ci(st, stat=np.median),
                     'gap_at_n': float(np.median((st - on).mean(1))), 'gap_at_n_ci': bootstrap_ci(st - on, stat=np.median),
-                    'stale_final': float(np.median([evaluations(b)[-1]['accuracy'] for _, b in pairs])),
+                    'stale_final': float(np.median([evals(b)[-1]['accuracy'] for _, b in pairs])),
                     'steps_multiple_per_seed': [None if np.isinf(m) else round(float(m), 3) for m in mult],
                     'steps_multiple': float(np.median(mult)), 'steps_multiple_ci': [float(np.quantile(boot, .025, method='nearest')), float(np.quantile(boot, .975, method='nearest'))],
                     'horizon_multiple': horizon / n}
@@ -105,31 +126,32 @@ def main(argv):
     ap.add_argument('--report', action='store_true', help='run nothing: analyse the finished runs in out_root')
     ap.add_argument('--smoke', action='store_true', help='CI: the tiny model, tb and grpo_tis, 1 seed, 4 steps, lag 2')
     a = ap.parse_args(argv)
-    shared = ['--mode=sync', '--searcher_threads=2', '--time_limit=null', '--lr_schedule=constant', '--lr_schedule_by=steps',  # arms compared at equal steps
+    shared = ['--mode=sync', '--searcher_threads=2', '--searcher_dtype=float32', '--time_limit=null', '--lr_schedule=constant', '--lr_schedule_by=steps',  # arms compared at equal steps
               '--eval_samples=0', '--checkpoint_every=0']
     if a.smoke:
         a.seeds, a.objectives, a.lag, a.steps, a.eval_every, a.name = [0], ['tb', 'grpo_tis'], 2, 4, 2, None
         shared += ['--model=tiny', '--precision=fp32', '--task_args={n_train: 16, n_test: 8, answer_prefix: "The answer is"}', '--searcher_threads=1']
     out_root = ROOT / (a.out_root or ('runs/off_policy_smoke' if a.smoke else 'runs/off_policy'))
     horizon = int(1.5 * a.steps)
+    records = ROOT / 'benchmarks' / 'results' / f'{a.name}_runs' if a.name else out_root / 'records'
     runs = {o: [] for o in a.objectives}
     for seed in a.seeds:
         for obj in a.objectives:
-            on, st = (out_root / f"{obj}_{tag}_seed{seed}" for tag in ('on', f'lag{a.lag}'))
-            if a.report and not ((on / 'wall_seconds').exists() and (st / 'wall_seconds').exists()): continue
+            names = [f"{obj}_{tag}_seed{seed}" for tag in ('on', f'lag{a.lag}')]
             common = [f'--seed={seed}', *shared, *OBJECTIVES[obj]]
-            w_on = train(on, a.config, [*common, f'--steps={a.steps}', '--eval_every=0'], a.resume or a.report)
-            w_st = train(st, a.config, [*common, f'--steps={horizon}', f'--sync_every={a.lag}', f'--eval_every={a.eval_every}'], a.resume or a.report)
-            print(f"{obj} seed {seed}: on-policy {evaluations(on)[-1]['accuracy']:.1%} at step {a.steps} ({w_on / 60:.1f} min); "
-                  f"stale {[round(e['accuracy'], 3) for e in evaluations(st)]} ({w_st / 60:.1f} min)", flush=True)
-            runs[obj].append((on, st))
+            args = [[*common, f'--steps={a.steps}', '--eval_every=0'], [*common, f'--steps={horizon}', f'--sync_every={a.lag}', f'--eval_every={a.eval_every}']]
+            on, st = (train(out_root / n, records / f'{n}.json', a.config, x, a.resume, a.report) for n, x in zip(names, args))
+            if on is None or st is None: continue  # --report: not both finished
+            print(f"{obj} seed {seed}: on-policy {evals(on)[-1]['accuracy']:.1%} at step {a.steps} ({on['wall_seconds'] / 60:.1f} min); "
+                  f"stale {[round(e['accuracy'], 3) for e in evals(st)]} ({st['wall_seconds'] / 60:.1f} min)", flush=True)
+            runs[obj].append((names, on, st))
     runs = {o: p for o, p in runs.items() if p}
-    if not runs: sys.exit(f"no finished pair of runs in {out_root}")
-    res = analyse(runs, a.steps, horizon)
+    if not runs: sys.exit(f"no finished pair of runs in {records}")
+    res = analyse({o: [(on, st) for _, on, st in ps] for o, ps in runs.items()}, a.steps, horizon)
     report(res, a.steps, a.lag)
     if a.name:
         (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({'config': a.config, 'lag': a.lag, 'steps': a.steps,
-            'horizon': horizon, 'eval_every': a.eval_every, 'runs': {o: [[str(x.relative_to(ROOT)) for x in p] for p in ps] for o, ps in runs.items()},
+            'horizon': horizon, 'eval_every': a.eval_every, 'runs': {o: [[str((records / f'{n}.json').relative_to(ROOT)) for n in names] for names, _, _ in ps] for o, ps in runs.items()},
             'results': res}, indent=1, default=float))
     return res
 

@@ -1,5 +1,5 @@
 "The TRL comparison's smoke mode: TRL's GRPOTrainer trains two steps on the tiny model and is evaluated as tba_kit evaluates (skipped without TRL)."
-import json, subprocess, sys
+import json, shutil, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -35,9 +35,11 @@ def test_steps_to_interpolates_between_evaluations(tmp_path):
     rows = [{'step': s, 'time/seconds': s, 'eval/accuracy': a} for s, a in [(0, .1), (10, .3), (20, .5), (30, .45)]]
     (tmp_path / 'metrics.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
     op = _off_policy()
-    assert op.steps_to(tmp_path, .4) == pytest.approx(15.)
-    assert op.steps_to(tmp_path, .3) == 10. and op.steps_to(tmp_path, .05) == 0.
-    assert op.steps_to(tmp_path, .6) is None
+    rec = op.record_of(tmp_path, 12.)  # what a finished run leaves: the analysis reads this, not the run's folder
+    assert rec['wall_seconds'] == 12. and [e['step'] for e in rec['evaluations']] == [0, 10, 20, 30]
+    assert op.steps_to(rec, .4) == pytest.approx(15.)
+    assert op.steps_to(rec, .3) == 10. and op.steps_to(rec, .05) == 0.
+    assert op.steps_to(rec, .6) is None
 
 
 def test_off_policy_smoke(tmp_path):
@@ -51,3 +53,5 @@ def test_off_policy_smoke(tmp_path):
         assert [r['train/staleness'] for r in on if 'train/step' in r] == [0.] * 4
         assert not (tmp_path / f'{obj}_lag2_seed0' / 'checkpoints').exists()  # deleted once evaluated
         assert 0 <= res[obj]['on_policy_final'] <= 1 and res[obj]['seeds'] == 1
+    for run in tmp_path.glob('*_seed0'): shutil.rmtree(run)  # the run folders gone (a fresh clone): the kept records remain
+    assert _off_policy().main(['--smoke', '--out_root', str(tmp_path), '--report']) == res
