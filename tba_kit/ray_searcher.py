@@ -31,6 +31,7 @@ def import_ray():
     except ImportError as e: raise ImportError(f"placement 'ray' needs Ray ({e}). Install it: {RAY_INSTALL}") from e
     return ray
 
+# %% ../nbs/07d_ray.ipynb #37ba238e
 def connect(address:str|None=None, **init_kw):
     "Ray, connected to the cluster at `address` ('auto', 'host:port', or None: a new local cluster) unless this process is connected already"
     ray = import_ray()
@@ -60,6 +61,7 @@ class RayHandle(WeightHandle):
         cls = importlib.import_module('tba_kit.ray_searcher').RayHandle
         return cls, (self.path, self.version, self.role, None, self.layout, self.nbytes, self.serial, self.ref)
 
+# %% ../nbs/07d_ray.ipynb #00a25115
 class RayChannel(WeightChannel):
     "Snapshots as single objects in Ray's object store (one `ray.put` each); the store frees one when its last handle goes"
     def __init__(self, address:str|None=None):
@@ -105,6 +107,7 @@ class SearchActor:
         import_ray().wait([h.ref for h in handles], num_returns=len(handles), fetch_local=True, timeout=600)
         return time.perf_counter() - t  # seconds to bring the snapshot to this node
 
+# %% ../nbs/07d_ray.ipynb #568b0cc1
 class RaySearcher(ProcessSearcher):
     "A transformers searcher as a Ray actor on a node with room for it; start it with `await searcher.start()`"
     def __init__(self, *args,
@@ -127,6 +130,7 @@ class RaySearcher(ProcessSearcher):
 # %% ../nbs/07d_ray.ipynb #29110cb7
 class NoAnswer(SearcherLost): "A Ray actor did not answer a call in time (it is killed and replaced)"
 
+# %% ../nbs/07d_ray.ipynb #163f6e94
 @patch
 async def _call(self:RaySearcher, ref, timeout:float, what:str):
     "The result of a call to the actor; SearcherLost if it died or did not answer within `timeout`, SearcherError if its code raised"
@@ -139,6 +143,7 @@ async def _call(self:RaySearcher, ref, timeout:float, what:str):
     except ray.exceptions.RayTaskError as e: raise SearcherError(f"searcher {self.name!r} failed during {what}: {e}") from e
     except ray.exceptions.RayError as e: raise SearcherLost(f"searcher {self.name!r} (Ray actor) was lost during {what}: {type(e).__name__}: {str(e).splitlines()[0]}") from e
 
+# %% ../nbs/07d_ray.ipynb #8aaab2c1
 @patch
 async def start(self:RaySearcher):
     "Create the actor on a node with room and wait until its model is loaded"
@@ -153,6 +158,7 @@ async def start(self:RaySearcher):
     self.nodes.append(self.where['node'])
     return self
 
+# %% ../nbs/07d_ray.ipynb #e1d56551
 PREFETCH_BYTES = 16 * 2**20  # a smaller snapshot comes with the search (one call per node and sync saved, the transfer is short)
 
 @patch
@@ -161,11 +167,13 @@ async def load_weights(self:RaySearcher, handle:WeightHandle, reset_ref:bool=Fal
     self._pending.add(handle, reset_ref)
     if self.actor is not None and handle.nbytes >= PREFETCH_BYTES: self._prefetch = self.actor.prefetch.remote([handle])  # awaitable: its seconds
 
+# %% ../nbs/07d_ray.ipynb #a2f12c91
 @patch
 async def search(self:RaySearcher, prompts, k):
     self._prompts = list(prompts)  # for the actor to score with (its task's reward reads the prompts' fields)
     return await ProcessSearcher.search(self, prompts, k)
 
+# %% ../nbs/07d_ray.ipynb #257cc986
 @patch
 async def _ask(self:RaySearcher, messages, k, loads, seed):
     scoring = self.spec['score'] is not None
@@ -175,6 +183,7 @@ async def _ask(self:RaySearcher, messages, k, loads, seed):
     self._rewards = [None if np.isnan(x) else float(x) for r in records for x in r.rewards] if scoring else None
     return version, records, load_s
 
+# %% ../nbs/07d_ray.ipynb #909d0539
 @patch
 async def _score(self:RaySearcher, prompts, texts, ids) -> list:
     "The rewards the actor sent, or (no task there) the reward function's here"
@@ -182,6 +191,7 @@ async def _score(self:RaySearcher, prompts, texts, ids) -> list:
     rewards, self._rewards = self._rewards, None
     return rewards
 
+# %% ../nbs/07d_ray.ipynb #db519165
 @patch
 async def aclose(self:RaySearcher, timeout:float=10.):
     "Kill the actor (its model's memory goes with it)"
@@ -190,13 +200,13 @@ async def aclose(self:RaySearcher, timeout:float=10.):
     try: import_ray().kill(actor, no_restart=True)
     except Exception: pass  # already gone with its node
 
-
 # %% ../nbs/07d_ray.ipynb #07169fc5
 def has_room(cpus:float, gpus:float=0., resources:dict|None=None) -> bool:
     "Whether the cluster has the free resources of one more searcher (in all: a fragmented cluster may still not place it)"
     free, need = import_ray().available_resources(), {'CPU': cpus, 'GPU': gpus, **(resources or {})}
     return all(free.get(k, 0.) >= v for k, v in need.items() if v > 0)
 
+# %% ../nbs/07d_ray.ipynb #cf08be6d
 def ray_searcher(cfg, task, policy, tokenizer, i:int) -> RaySearcher:
     "Searcher `i` of a run with placement 'ray': the engine's worker side (transformers `generate` for 'hf', a vLLM engine for 'vllm') in an actor"
     kw = worker_kwargs(cfg, task, i)
@@ -204,6 +214,7 @@ def ray_searcher(cfg, task, policy, tokenizer, i:int) -> RaySearcher:
         kw['score'] = dict(task=cfg.task, task_args=cfg.task_args, timeout=cfg.reward_timeout)
     return RaySearcher(**kw, name=f'ray{i}', cpus=cfg.searcher_cpus, gpus=cfg.searcher_gpus, resources=cfg.searcher_resources, address=cfg.ray_address)
 
+# %% ../nbs/07d_ray.ipynb #17675d02
 class RayPlacement(Placement):
     "Placement 'ray': each searcher a Ray actor on any node of the cluster; more join while it has room, up to max_searchers"
     in_workers, grows = True, True

@@ -38,7 +38,10 @@ class Searcher(Protocol):
     async def load_weights(self, handle:WeightHandle, reset_ref:bool=False) -> None: ...
     async def aclose(self) -> None: ...
 
+# %% ../nbs/07_searchers.ipynb #7984066c
 class SearcherError(RuntimeError): "A searcher failed, timed out or died"
+
+# %% ../nbs/07_searchers.ipynb #9c64c07d
 class SearcherLost(SearcherError): "A searcher's process or actor died or stopped answering (it is restarted, up to `max_restarts` times)"
 
 # %% ../nbs/07_searchers.ipynb #33311b26
@@ -89,6 +92,7 @@ class Completion(NamedTuple):
     text:str
     prompt_ids:list
 
+# %% ../nbs/07_searchers.ipynb #4e153e49
 class Rollouts(NamedTuple):
     "One prompt's completions as flat arrays: what crosses a process or node boundary (a few arrays per prompt, no object per completion)"
     prompt_ids:np.ndarray  # [P] int32
@@ -99,6 +103,7 @@ class Rollouts(NamedTuple):
     texts:list  # [K] decoded completions
     rewards:np.ndarray|None = None  # [K] float64 (NaN: unscored) where the worker scored them, else None: scored by the driver
 
+# %% ../nbs/07_searchers.ipynb #f531070b
 def pack_group(group:list) -> Rollouts:
     "A prompt's `Completion`s as one `Rollouts` record"
     cat = lambda xs, dt: np.concatenate([np.asarray(x, dt) for x in xs]) if xs else np.zeros(0, dt)
@@ -106,6 +111,7 @@ def pack_group(group:list) -> Rollouts:
     return Rollouts(np.asarray(group[0].prompt_ids, np.int32), cat([c.ids for c in group], np.int32),
                     np.array([len(c.ids) for c in group], np.int32), cat([c.logprobs for c in group], np.float32), refs, [c.text for c in group])
 
+# %% ../nbs/07_searchers.ipynb #8718b5fb
 def unpack_group(r:Rollouts) -> list:
     "The `Completion`s of a record (token ids as int64 tensors)"
     ends = np.cumsum(r.lens).tolist()
@@ -113,6 +119,7 @@ def unpack_group(r:Rollouts) -> list:
     return [Completion(ids[e - n:e], lps[e - n:e], None if r.ref_logprobs is None else float(r.ref_logprobs[i]), r.texts[i], pids)
             for i, (n, e) in enumerate(zip(r.lens.tolist(), ends))]
 
+# %% ../nbs/07_searchers.ipynb #1f48ab63
 @dataclass(eq=False)
 class SearchResult:
     "What one search returns: the scored trajectories (iterate it like a list) and the search's metrics"
@@ -122,6 +129,7 @@ class SearchResult:
     def __len__(self): return len(self.trajectories)
     def __getitem__(self, i): return self.trajectories[i]
 
+# %% ../nbs/07_searchers.ipynb #d15c184b
 class SearcherBase:
     "A searcher from an engine: subclasses implement `_generate(messages, k) -> (version, [[Completion]] per prompt, load seconds)` and `load_weights`"
     version, name, reward, reward_timeout, restarts = 0, 'searcher', None, None, 0  # reward_timeout: seconds a reward batch may take
@@ -263,6 +271,7 @@ def engine_class(name:str) -> type:
         raise TypeError(f"{name!r} is {cls!r}, not an Engine: subclass tba_kit.searchers.Engine (its `searcher` builds searcher i) and register or name it")
     return cls
 
+# %% ../nbs/07_searchers.ipynb #5dbf951a
 def engine_arguments(cls:type, args:dict) -> dict:
     "`args` (a config's `engine_args`) checked against the settings engine `cls` takes after the config, names and types"
     params = list(inspect.signature(cls).parameters.values())[1:]
@@ -277,11 +286,13 @@ def engine_arguments(cls:type, args:dict) -> dict:
             raise TypeError(f"{cls.__name__}'s {k!r} must be {t.__name__}, got {v!r}")
     return args
 
+# %% ../nbs/07_searchers.ipynb #90b2cf3c
 def engine_of(cfg) -> Engine: return engine_class(cfg.engine)(cfg, **cfg.engine_args)  # the run's engine, with its settings
 
 # %% ../nbs/07_searchers.ipynb #placements
 def config_error(field_:str, msg:str) -> ValueError: return ValueError(f"config field {field_!r}: {msg}")
 
+# %% ../nbs/07_searchers.ipynb #457a7af0
 class Placement:
     "Where a run's searchers run; a subclass registered in `PLACEMENTS` (or named 'module:Name') is a placement of your own"
     engines:tuple|None = None  # the engines it can place (None: any)
@@ -316,8 +327,10 @@ class Placement:
         return CHANNELS.get(self.channels(cfg)[0] if cfg.weight_channel == 'auto' else cfg.weight_channel).for_run(cfg)
     def has_room(self, cfg) -> bool: return False  # room for one more searcher now (placements that grow)
 
+# %% ../nbs/07_searchers.ipynb #148bcd17
 class Inline(Placement): "Searchers in the run's own process, as the engine builds them"
 
+# %% ../nbs/07_searchers.ipynb #3e606426
 PLACEMENTS = Registry('placement')  # name -> Placement subclass
 PLACEMENTS['inline'], PLACEMENTS['process'], PLACEMENTS['ray'] = Inline, 'tba_kit.workers:Process', 'tba_kit.ray_searcher:RayPlacement'
 def placement_of(cfg) -> Placement: return PLACEMENTS.get(cfg.placement_name)()

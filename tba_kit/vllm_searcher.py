@@ -39,6 +39,7 @@ def import_vllm() -> SimpleNamespace:
     return SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams, AsyncEngineArgs=AsyncEngineArgs, TokensPrompt=TokensPrompt,
                            RequestOutputKind=RequestOutputKind, AsyncLLM=AsyncLLM)
 
+# %% ../nbs/07b_vllm.ipynb #f8fdab99
 def vllm_available() -> bool:
     "Whether vLLM imports here (without raising)"
     try: import_vllm(); return True
@@ -53,6 +54,7 @@ def engine_kwargs(dtype:str='bfloat16', max_model_len:int=2048, kv_cache_gib:flo
     return dict(dtype=dtype, max_model_len=max_model_len, kv_cache_memory_bytes=int(kv_cache_gib * 2**30),
                 enforce_eager=enforce_eager, seed=seed, disable_log_stats=True, logprobs_mode=logprobs_mode) | dict(engine_kw or {})
 
+# %% ../nbs/07b_vllm.ipynb #996a93a6
 def _logprobs_mode(logprob_temperature:float, gen:dict, ref:bool) -> str:
     "vLLM's logprobs_mode that gives log-probs at `logprob_temperature`, or a ValueError saying which setting cannot"
     if logprob_temperature == 1: return 'raw_logprobs'
@@ -64,6 +66,7 @@ def _logprobs_mode(logprob_temperature:float, gen:dict, ref:bool) -> str:
                          f"logprob_temperature={logprob_temperature}, top_p={gen['top_p']}, top_k={gen['top_k']}")
     return 'processed_logprobs'
 
+# %% ../nbs/07b_vllm.ipynb #8375e0e3
 def engine_args(model:str, **settings):
     "vLLM `AsyncEngineArgs` for a searcher engine (token ids in and out: no tokenizer); `settings` as for `engine_kwargs`"
     return import_vllm().AsyncEngineArgs(**dict(model=model, skip_tokenizer_init=True) | engine_kwargs(**settings))
@@ -214,6 +217,7 @@ async def _within(self:VLLMSearcher, aw, what:str, timeout:float|None=None):
         raise SearcherError(f"searcher {self.name!r} did not finish {what} within {timeout or self.timeout:.0f} s")
     return task.result()
 
+# %% ../nbs/07b_vllm.ipynb #59491d77
 @patch
 async def _requests(self:VLLMSearcher, engine, reqs:list, what:str) -> list:
     "Run [(prompt_ids, SamplingParams)] concurrently to their final outputs; abort them all on error or timeout"
@@ -239,6 +243,7 @@ def _sampling(self:VLLMSearcher, k:int):
                             top_k=g['top_k'], logprobs=0, output_kind=v.RequestOutputKind.FINAL_ONLY,
                             stop_token_ids=self.eos, detokenize=False)
 
+# %% ../nbs/07b_vllm.ipynb #52e45515
 @patch
 async def _ref_sums(self:VLLMSearcher, prompts:list, completions:list) -> list:
     "Reference log-prob of each completion: one prompt-logprob pass of prompt + completion"
@@ -251,6 +256,7 @@ async def _ref_sums(self:VLLMSearcher, prompts:list, completions:list) -> list:
         sums.append(float(sum(d[t].logprob for t, d in zip(c, lps))))
     return sums
 
+# %% ../nbs/07b_vllm.ipynb #1edc4640
 @patch
 async def _generate(self:VLLMSearcher, prompts, k):
     if self.engine is None: await self.start()
@@ -282,16 +288,19 @@ async def load_weights(self:VLLMSearcher, handle:WeightHandle, reset_ref:bool=Fa
     self._pending.add(handle, reset_ref)
     self._kick()
 
+# %% ../nbs/07b_vllm.ipynb #6620d2cd
 @patch
 def _kick(self:VLLMSearcher):
     if self.engine is not None and (self._sync_task is None or self._sync_task.done()) and (self._pending.load or self._pending.reset):
         self._sync_task = asyncio.ensure_future(self._sync())
 
+# %% ../nbs/07b_vllm.ipynb #53cde355
 @patch
 def _raise_sync_error(self:VLLMSearcher):
     if self._sync_error is not None:
         raise SearcherError(f"searcher {self.name!r}: a weight sync failed: {self._sync_error}") from self._sync_error
 
+# %% ../nbs/07b_vllm.ipynb #39d7e4ee
 @patch
 async def _sync(self:VLLMSearcher):
     try:
@@ -305,6 +314,7 @@ async def _sync(self:VLLMSearcher):
     except Exception as e: self._sync_error = e
     finally: self._pending.done()
 
+# %% ../nbs/07b_vllm.ipynb #1a07bc0d
 @patch
 async def _reload(self:VLLMSearcher, engine, handle:WeightHandle):
     "Pause (requests kept), reload on every worker, drop the prefix cache, resume: all within the timeout"
@@ -316,6 +326,7 @@ async def _reload(self:VLLMSearcher, engine, handle:WeightHandle):
         finally: await engine.resume_generation()
     await self._within(go(), f"weight sync to version {handle.version}")
 
+# %% ../nbs/07b_vllm.ipynb #84178994
 @patch
 async def wait_synced(self:VLLMSearcher):
     "Wait until queued weights are installed (raises if the sync failed)"

@@ -30,6 +30,7 @@ def worker_generator(spec:dict):
     if spec.get('seed') is not None: torch.manual_seed(spec['seed'])
     return Registry('generator').get(spec.get('generator') or 'tba_kit.workers:model_generator')(spec)  # 'module:Name': `Engine.worker`
 
+# %% ../nbs/07a_workers.ipynb #5fff829e
 def model_generator(spec:dict) -> Generator:
     "Engine 'hf''s worker side: the model loaded (the tiny one built, for tests) with its reference, generating with `spec['gen']`"
     if spec.get('tiny') is not None:
@@ -38,6 +39,7 @@ def model_generator(spec:dict) -> Generator:
     else: model, tok = load_model(spec['model'], dtype=spec['dtype'])
     return Generator(model, tok, 'copy' if spec['ref'] else None, spec['gen'])
 
+# %% ../nbs/07a_workers.ipynb #5fb58abf
 @patch
 def run_packed(self:Generator, prompts, k, loads, seed:int|None=None):
     "`run` seeded per search (a restarted or resumed worker samples as the lost one would have), as (version, [Rollouts], load seconds)"
@@ -45,6 +47,7 @@ def run_packed(self:Generator, prompts, k, loads, seed:int|None=None):
     version, groups, load_s = self.run(prompts, k, loads)
     return version, [pack_group(g) for g in groups], load_s
 
+# %% ../nbs/07a_workers.ipynb #08010f5a
 def _worker_main(conn, spec:dict):
     "Entry point of a searcher process: load the model, then serve requests until 'close' or the parent goes away"
     try:
@@ -143,6 +146,7 @@ async def _generate(self:ProcessSearcher, prompts, k):
             await self.aclose(timeout=1.); self._pending.restore()
             await self.start()
 
+# %% ../nbs/07a_workers.ipynb #b0fb3448
 @patch
 async def _search(self:ProcessSearcher, prompts, k):
     await self.start()  # (again, after a restart)
@@ -154,6 +158,7 @@ async def _search(self:ProcessSearcher, prompts, k):
     self.version = version
     return version, [unpack_group(r) for r in groups], load_s
 
+# %% ../nbs/07a_workers.ipynb #1a9bce71
 @patch
 async def _ask(self:ProcessSearcher, prompts, k, loads, seed):
     "The worker's (version, [Rollouts], load seconds) for one search"
@@ -163,14 +168,19 @@ async def _ask(self:ProcessSearcher, prompts, k, loads, seed):
     if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
     return msg[1]
 
+# %% ../nbs/07a_workers.ipynb #ddb9d9be
 @patch
 async def load_weights(self:ProcessSearcher, handle:WeightHandle, reset_ref:bool=False): self._pending.add(handle, reset_ref)
 
+# %% ../nbs/07a_workers.ipynb #4f3de87c
 @patch
 def state_dict(self:ProcessSearcher) -> dict: return {'searches': self.searches}  # seeds the next search: a resume samples on
+
+# %% ../nbs/07a_workers.ipynb #a0540257
 @patch
 def load_state_dict(self:ProcessSearcher, state:dict): self.searches = state.get('searches', 0)
 
+# %% ../nbs/07a_workers.ipynb #30408fbd
 @patch
 async def aclose(self:ProcessSearcher, timeout:float=10.):
     "Stop the worker: ask, then terminate, then kill; never leaves the process behind"
@@ -194,6 +204,7 @@ def worker_kwargs(cfg, task, i:int) -> dict:
                 tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
                 logprob_temperature=cfg.logprob_temperature) | engine_of(cfg).worker_args(i)  # the engine's worker side and its settings
 
+# %% ../nbs/07a_workers.ipynb #577c88e6
 class Process(Placement):
     "Each searcher in a worker process of its own on this machine, the engine's worker side there; restarted if it dies or hangs"
     in_workers = True
