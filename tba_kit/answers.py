@@ -36,10 +36,12 @@ def multiples(divisor:int, lo:int, hi:int) -> list:
     "The right answers of a multiples prompt: the multiples of `divisor` in [lo, hi]"
     return [a for a in range(lo, hi + 1) if a % divisor == 0]
 
+# %% ../nbs/06d_answers.ipynb #3992965a
 def multiples_question(divisor:int, lo:int, hi:int) -> str:
     what = 'a whole number' if divisor == 1 else 'an even number' if divisor == 2 else f'a multiple of {divisor}'
     return f"Name {what} between {lo} and {hi}."
 
+# %% ../nbs/06d_answers.ipynb #154019db
 def multiple_reward(prompts, completions, completion_ids=None, divisor=None, lo=None, hi=None, **kw) -> list:
     "1.0 when the reply starts with a multiple of `divisor` in [lo, hi] (see `leading_number`), else 0.0 (TRL signature)"
     if divisor is None or lo is None or hi is None: raise ValueError("multiple_reward needs the divisor, lo and hi columns")
@@ -126,6 +128,7 @@ def answer_target(
     rest = torch.log1p(-ref_logprobs.exp().sum().clamp(max=1 - 1e-15))
     return torch.cat([ref_logprobs + reward / beta, rest[None]]).softmax(0)
 
+# %% ../nbs/06d_answers.ipynb #16003b14
 def with_rest(logprobs:Tensor) -> Tensor:
     "[A] log-probs of the right answers -> [A + 1] probabilities, the last every other reply"
     p = logprobs.exp()
@@ -183,6 +186,7 @@ class DiversityReport:
         rows = [f"| {k} | {v['mean']:.3f} | [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}] |" for k, v in self.summary().items()]
         return f"{len(self.rows)} prompts\n\n| measure | mean | 95% interval |\n|---|---|---|\n" + '\n'.join(rows)
 
+# %% ../nbs/06d_answers.ipynb #a0185da3
 def answer_distributions(
     policy:nn.Module,  # the policy to measure
     ref:nn.Module,  # the reference model of the objective's target

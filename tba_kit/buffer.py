@@ -41,6 +41,7 @@ def _dedup_key(t:Trajectory) -> bytes:
     "Exact-token identity of a completion: its raw int64 token bytes"
     return t.completion_ids.numpy().tobytes()
 
+# %% ../nbs/02_buffer.ipynb #03d4e76c
 class ReplayBuffer:
     "Completions grouped by prompt, with exact-token dedup (newest kept), per-prompt capacity and a global bound"
     def __init__(self,
@@ -98,6 +99,7 @@ def add(self:ReplayBuffer, trajs) -> int:
     if bounded and self._size > self.max_size: self._evict_oldest()
     return new
 
+# %% ../nbs/02_buffer.ipynb #84586c8b
 @patch
 def _evict_oldest(self:ReplayBuffer):
     "Evict the globally oldest completions until the buffer fits `max_size`"
@@ -115,6 +117,7 @@ def _evict_oldest(self:ReplayBuffer):
             self._invalidate()
     if len(order) > 2 * self._size + 1024: self._rebuild_order()
 
+# %% ../nbs/02_buffer.ipynb #f4080f71
 @patch
 def _rebuild_order(self:ReplayBuffer):
     "Drop dead entries (replaced or evicted completions) from the global insertion order"
@@ -128,6 +131,7 @@ def prompts(self:ReplayBuffer) -> list:
     if self._prompts is None: self._prompts = list(self._groups)
     return self._prompts
 
+# %% ../nbs/02_buffer.ipynb #1c937d19
 @patch
 def group(self:ReplayBuffer, prompt_id) -> list:
     "The stored completions of `prompt_id`, oldest first"
@@ -135,18 +139,21 @@ def group(self:ReplayBuffer, prompt_id) -> list:
     if g is None: raise KeyError(f"prompt {prompt_id!r} has no completions in the buffer")
     return g.trajs()
 
+# %% ../nbs/02_buffer.ipynb #89feaa8a
 @patch
 def rewards(self:ReplayBuffer, prompt_id) -> np.ndarray:
     "Rewards of `group(prompt_id)`, as a float array"
     self.group(prompt_id)
     return self._groups[prompt_id].rewards()
 
+# %% ../nbs/02_buffer.ipynb #cdd06f2f
 @patch
 def newest_version(self:ReplayBuffer, prompt_id) -> int:
     "The newest policy version among the completions of `prompt_id`"
     self.group(prompt_id)
     return self._groups[prompt_id].newest_version()
 
+# %% ../nbs/02_buffer.ipynb #cec4662f
 @patch
 def trajectories(self:ReplayBuffer):
     "Every stored trajectory, prompt by prompt"
@@ -160,6 +167,7 @@ def mark_sync(self:ReplayBuffer):
     self._recent_cache = None
     self.syncs += 1
 
+# %% ../nbs/02_buffer.ipynb #bd4b8de7
 @patch
 def recent_prompts(self:ReplayBuffer) -> list:
     "Prompts refreshed since the latest sync (or, if none yet, in the period before it) that still have completions"
@@ -168,11 +176,13 @@ def recent_prompts(self:ReplayBuffer) -> list:
         self._recent_cache = [p for p in pool if p in self._groups]
     return self._recent_cache
 
+# %% ../nbs/02_buffer.ipynb #2a637cfa
 @patch
 def recent_key(self:ReplayBuffer) -> int:
     "The sync period whose prompts `recent_prompts` returns (changes when the pool does)"
     return self.syncs if self._fresh else self.syncs - 1
 
+# %% ../nbs/02_buffer.ipynb #90cc264d
 @patch
 def recent_group(self:ReplayBuffer, prompt_id) -> list:
     "The completions of a recent prompt that arrived in the period of `recent_prompts`, oldest first ([] for other prompts)"
@@ -196,6 +206,7 @@ def metrics(self:ReplayBuffer, version:int|None=None) -> dict:
         m.update({'buffer/staleness_mean': float(s.mean()), 'buffer/staleness_max': int(s.max())})
     return m
 
+# %% ../nbs/02_buffer.ipynb #c33dfbe0
 @patch
 def _repr_markdown_(self:ReplayBuffer):
     m = self.metrics()
@@ -238,6 +249,7 @@ def state_dict(self:ReplayBuffer) -> dict:
             'created': f64([t.created for t in trajs]),
             'meta': [t.meta for t in trajs]}}
 
+# %% ../nbs/02_buffer.ipynb #c9c8bc08
 @patch
 def load_state_dict(self:ReplayBuffer, state:dict):
     "Replace the contents of this buffer with `state` (from `state_dict`)"

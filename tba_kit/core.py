@@ -25,6 +25,7 @@ def _as_ids(x, name:str) -> Tensor:
     if t.is_floating_point(): raise ValueError(f"Trajectory.{name} must hold integer token ids, got {t.dtype}")
     return t.to('cpu', torch.long)
 
+# %% ../nbs/00_core.ipynb #41b37fba
 def _short(t:Tensor, n:int=8) -> str:
     "First `n` items of a 1-D tensor as text"
     xs = t[:n].tolist()
@@ -154,6 +155,7 @@ def token_logprobs(
     lp = picked - logits.logsumexp(-1)  # [B, L-1]
     return torch.cat([lp.new_zeros(len(lp), 1), lp], dim=1)  # [B, L]
 
+# %% ../nbs/00_core.ipynb #5e866e4b
 def sequence_logprobs(
     token_lp:Tensor,  # [B, L] per-token log-probs (from `token_logprobs`)
     mask:Tensor,  # [B, L] completion mask
@@ -164,6 +166,7 @@ def sequence_logprobs(
 # %% ../nbs/00_core.ipynb #85986d39
 def model_device(model:nn.Module) -> torch.device: return next(model.parameters()).device
 
+# %% ../nbs/00_core.ipynb #1f9de2e4
 def completion_logprobs(
     model:nn.Module,  # a causal LM
     input_ids:Tensor,  # [B, L] prompt then completion, right-padded
@@ -183,7 +186,6 @@ def completion_logprobs(
     lp = token_logprobs(out.logits, input_ids[:, L - keep:], temperature)  # [B, keep]
     return torch.cat([lp.new_zeros(len(lp), L - keep), lp], dim=1), out
 
-
 # %% ../nbs/00_core.ipynb #94704915
 def _left_padded_prompts(input_ids:Tensor, plen:Tensor, rows:Tensor) -> tuple:
     "The prompts of `rows` (their first `plen` tokens), left-padded: ids [G, P], mask [G, P]"
@@ -193,6 +195,7 @@ def _left_padded_prompts(input_ids:Tensor, plen:Tensor, rows:Tensor) -> tuple:
     ids = torch.where(mask, input_ids[rows].gather(1, pos.clamp(min=0)), 0)
     return ids, mask.long()
 
+# %% ../nbs/00_core.ipynb #8df67e41
 def cache_kw(model:nn.Module) -> str:
     "The name under which `model` takes and returns its key/value cache: 'cache' (transformers 5.2x on) or 'past_key_values' (before)"
     m = model.get_base_model() if hasattr(model, 'get_base_model') else model  # a peft model passes its arguments through
@@ -201,6 +204,7 @@ def cache_kw(model:nn.Module) -> str:
 @functools.lru_cache
 def _cache_kw_of(cls) -> str: return 'cache' if 'cache' in inspect.signature(cls.forward).parameters else 'past_key_values'
 
+# %% ../nbs/00_core.ipynb #b78f0e3a
 def _prompt_pass(model:nn.Module, ids:Tensor, mask:Tensor, **kw):
     "Left-padded prompts [G, P] through `model`, positions counted from each prompt's first token; the output holds their key/value cache"
     return model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True, logits_to_keep=1, **kw)
@@ -295,6 +299,7 @@ class Registry:
     def __iter__(self): return iter(self.entries)
     def __repr__(self): return f"Registry({self.kind!r}: {', '.join(self.entries)})"
 
+# %% ../nbs/00_core.ipynb #89b8aa1e
 def stderr_line(line:str):
     "Print `line` to standard error; lost quietly when stderr is gone (a closed terminal or pipe), and so are later ones"
     try: print(line, file=sys.stderr, flush=True)

@@ -24,6 +24,7 @@ def gsm8k_gold(solution:str) -> str:
     if '####' not in solution: raise ValueError(f"a GSM8K solution ends with '#### <answer>'; got {solution[-80:]!r}")
     return solution.rsplit('####', 1)[1].strip().replace(',', '').replace('$', '')
 
+# %% ../nbs/06b_gsm8k.ipynb #35ce4a8f
 _STOPS = ('[MATH_TASK]', '[MATH TASK]', '\nProblem:')
 _PAPER_NUMBER = re.compile(r"[+-]?\d+\.\d*|[+-]?\.\d+|[+-]?\d+e[-+]?\d+|[+-]?\d+")  # signed decimals, exponents, integers
 
@@ -33,6 +34,7 @@ def gsm8k_answer(completion:str, stops:Sequence[str]=()) -> str|None:
     found = _PAPER_NUMBER.findall(completion[:cut].replace(',', ''))
     return found[-1] if found else None
 
+# %% ../nbs/06b_gsm8k.ipynb #9f062379
 def gsm8k_reward(prompts, completions, completion_ids=None, answer=None, stops:Sequence[str]=(), **kw) -> list:
     "1.0 when the completion's last number equals the gold `answer` as a number, else 0.0 (TRL signature)"
     if answer is None: raise ValueError("gsm8k_reward needs the `answer` column (the gold after '####')")
@@ -89,6 +91,7 @@ def _load_hf(source:str) -> tuple:
                            "source='gsm_symbolic' (reasoning-gym, offline) or source='fixture'") from e
     return list(d['train']), list(d['test'])
 
+# %% ../nbs/06b_gsm8k.ipynb #bb1cf8fc
 def _load_gsm_symbolic(n_train:int, n_test:int, seed:int) -> tuple:
     as_gsm = lambda e: {'question': e['question'], 'answer': f"#### {e['answer']}"}
     return tuple([as_gsm(e) for e in split] for split in reasoning_gym_splits('gsm_symbolic', n_train, n_test, seed))

@@ -73,6 +73,7 @@ def group_mean(
     counts = torch.bincount(group, minlength=G).to(x.dtype)  # [G]
     return (sums / counts.clamp(min=1))[group]
 
+# %% ../nbs/01_objectives.ipynb #6f5c39bf
 def check_groups(
     batch:Batch,
     who:str,  # the objective or estimator that needs groups, for the message
@@ -94,6 +95,7 @@ class ScalarLogZ(nn.Module):
     def forward(self, batch:Batch, prompt_repr:Tensor|None=None) -> Tensor:  # [B]
         return self.value.expand(len(batch))
 
+# %% ../nbs/01_objectives.ipynb #7747c618
 class TableLogZ(nn.Module):
     "A learned log Z per prompt; prompt ids get a row the first time they are seen"
     def __init__(self, n_prompts:int, init:float=0.):  # table size (number of distinct prompts); initial value
@@ -114,6 +116,7 @@ class TableLogZ(nn.Module):
     def get_extra_state(self): return {'keys': list(self.index)}
     def set_extra_state(self, state): self.index = {k: i for i, k in enumerate(state['keys'])}
 
+# %% ../nbs/01_objectives.ipynb #c1ac9bca
 class HeadLogZ(nn.Module):
     "log Z(x) from a small MLP head on a representation of the prompt (e.g. the LM's last prompt hidden state)"
     def __init__(self,
@@ -138,6 +141,7 @@ def _check_beta(beta, gamma=1.):
     if not beta > 0: raise ValueError(f"beta must be > 0 (it scales the reward as r/beta), got {beta}")
     if not gamma > 0: raise ValueError(f"gamma must be > 0 (it scales the reference log-prob as log pi_ref/gamma), got {gamma}")
 
+# %% ../nbs/01_objectives.ipynb #9f18b3e0
 @dataclass(frozen=True)
 class Needs:
     "What an objective needs from the data and the run: config validation, the loop and the trainer read it"
@@ -149,6 +153,7 @@ class Needs:
     prompt_repr:bool = False  # each prompt's hidden state at its last token (a log Z conditioned on the prompt)
     tempered:bool = False  # takes gamma, the temperature of the reference prior
 
+# %% ../nbs/01_objectives.ipynb #248c4580
 class Objective(nn.Module):
     "Base of the losses: per-token (or per-sequence) policy log-probs of a `Batch` -> `LossOutput`"
     needs = Needs()  # what this loss reads; subclasses declare theirs
@@ -170,6 +175,7 @@ class Objective(nn.Module):
         if need_ref: check_finite(batch.ref_logprobs, 'ref', batch)
         return logp, batch.ref_logprobs.to(logp), batch.rewards.to(logp)
 
+# %% ../nbs/01_objectives.ipynb #a42c4d81
 def tb_residuals(
     log_z:Tensor,  # [B] log Z(x) of each row's prompt
     logp:Tensor,  # [B] log pi_theta(y|x)
@@ -181,6 +187,7 @@ def tb_residuals(
     "The TB residual delta = log Z + log pi_theta - log pi_ref / gamma - r / beta"
     return log_z + logp - ref_logp / gamma - rewards / beta
 
+# %% ../nbs/01_objectives.ipynb #cef399c2
 def _tb_output(delta, log_z, logp, ref, rewards):
     loss = delta.pow(2).mean()
     d = delta.detach()
@@ -223,6 +230,7 @@ def vargrad_log_z(
     "VarGrad estimate of log Z(x): the group mean of r/beta - log pi_theta + log pi_ref/gamma, without gradient"
     return group_mean((rewards / beta - logp + ref_logp / gamma).detach(), group)
 
+# %% ../nbs/01_objectives.ipynb #7fa12450
 class VarGrad(Objective):
     "TB whose log Z is the detached per-prompt mean estimate (the loss TBA trains with)"
     def __init__(self,
@@ -328,6 +336,7 @@ def _surrogate(self:PPO, logprobs:Tensor, logp:Tensor, adv:Tensor, mask:Tensor) 
     if self.loss_type == 'cispo': return -ratio.clamp(max=self.clip_high).detach() * A * logprobs, ratio
     return -torch.min(ratio * A, ratio.clamp(1 - self.clip, 1 + self.clip_high) * A), ratio
 
+# %% ../nbs/01_objectives.ipynb #8a634a56
 @patch
 def _reduce(self:PPO, losses:Tensor, mask:Tensor) -> Tensor:
     "The loss of the batch the objective sees, by `loss_type`"
@@ -337,6 +346,7 @@ def _reduce(self:PPO, losses:Tensor, mask:Tensor) -> Tensor:
     if self.loss_type == 'dr_grpo': return losses.sum() / (len(losses) * self.max_tokens)
     return losses.sum() / mask.sum().clamp(min=1)  # dapo, bnpo, cispo: a token mean (dapo and cispo: with `share`, over the whole batch)
 
+# %% ../nbs/01_objectives.ipynb #fbffe1f1
 @patch
 def forward(self:PPO, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None) -> LossOutput:
     if logprobs.ndim != 2: raise ValueError(f"PPO needs per-token log-probs [B, L] = {tuple(batch.input_ids.shape)}, got {tuple(logprobs.shape)}")

@@ -40,6 +40,7 @@ def _softmax_topk_gumbel(scores, k, rng):
     keys = scores + rng.gumbel(size=len(scores))
     return np.argpartition(-keys, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
 
+# %% ../nbs/03_samplers.ipynb #a32beaed
 class PromptCycle:
     "Prompts drawn uniformly without replacement from a pool that is refilled once all were drawn (the paper's get_batch)"
     def __init__(self): self.drawn, self.key = set(), None
@@ -120,6 +121,7 @@ def _take(self:Sampler, trajs:list, k:int, stats:Counter, scores=None) -> list:
         p /= p.sum()
     return list(trajs) + [trajs[i] for i in self.rng.choice(n, k - n, replace=True, p=p)]
 
+# %% ../nbs/03_samplers.ipynb #1f0440a0
 @patch
 def _recent_slot(self:Sampler, view, k:int, stats:Counter, fill:str='older') -> list|None:
     "K of the new completions of a prompt refreshed at the latest sync; None when no such prompt is left for this batch"
@@ -135,12 +137,14 @@ def _recent_slot(self:Sampler, view, k:int, stats:Counter, fill:str='older') -> 
     old = view.group(p)[:len(view.group(p)) - len(new)]
     return self._take(old[max(0, len(old) - (k - len(new))):] + new, k, stats)  # the newest older ones first
 
+# %% ../nbs/03_samplers.ipynb #2f1235f4
 @patch
 def _reward_slot(self:Sampler, view, k:int, stats:Counter, inv_temp:float=0.) -> list:
     "Any stored prompt, K of its completions with probabilities softmax(inv_temp * reward)"
     p = self._any_prompt(view)
     return self._take(view.group(p), k, stats, scores=inv_temp * view.rewards(p) if inv_temp else None)
 
+# %% ../nbs/03_samplers.ipynb #282c7d34
 def _sample_stats(groups, stats, version):
     rewards = np.array([t.reward for g in groups for t in g])
     prompts, sets = [g[0].prompt_id for g in groups], [tuple(sorted(map(id, g))) for g in groups]
@@ -156,6 +160,7 @@ class UniformSampler(Sampler):
     "Any stored prompt, K of its completions uniformly at random"
     def draw(self, view, k, stats): return self._take(view.group(self._any_prompt(view)), k, stats)
 
+# %% ../nbs/03_samplers.ipynb #5dccc81e
 class RewardSampler(Sampler):
     "Any stored prompt, K completions drawn with probability softmax(inv_temp * reward)"
     def __init__(self, inv_temp:float=0., seed:int|None=None):  # inverse temperature; 0 = uniform (the run default), the paper uses 1 for TL;DR
@@ -164,10 +169,12 @@ class RewardSampler(Sampler):
         self.inv_temp = inv_temp
     def draw(self, view, k, stats): return self._reward_slot(view, k, stats, self.inv_temp)
 
+# %% ../nbs/03_samplers.ipynb #cd901351
 def _check_fill(fill):
     if fill not in FILLS: raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
     return fill
 
+# %% ../nbs/03_samplers.ipynb #d5e5918e
 class RecencySampler(Sampler):
     "A prompt refreshed at the latest sync, K of its new completions"
     def __init__(self, fill:str='older', seed:int|None=None):  # fewer than K new completions: 'older' tops up with older ones, 'repeat' repeats new ones (the paper's code)
@@ -175,6 +182,7 @@ class RecencySampler(Sampler):
         self.fill = _check_fill(fill)
     def draw(self, view, k, stats): return self._recent_slot(view, k, stats, self.fill) or self._reward_slot(view, k, stats)
 
+# %% ../nbs/03_samplers.ipynb #2aa40cdd
 class MixedSampler(Sampler):
     "Per slot: recency with probability p_recent, otherwise reward-prioritised (the paper's sampler)"
     def __init__(self,
@@ -210,6 +218,7 @@ class _FreshView:
         return self._cache[p]
     def rewards(self, p): return np.array([t.reward for t in self.group(p)])
 
+# %% ../nbs/03_samplers.ipynb #e64625fd
 class StalenessCap(Sampler):
     "Wraps a sampler so that it only sees completions at most `max_staleness` versions behind the trainer"
     def __init__(self, sampler:Sampler, max_staleness:int):  # the sampler to wrap; versions of lag allowed

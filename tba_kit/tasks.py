@@ -47,6 +47,7 @@ def completion_text(c) -> str:
     "The text of a completion in either TRL form (a string, or a list with one assistant message)"
     return c if isinstance(c, str) else c[-1]['content']
 
+# %% ../nbs/06_tasks.ipynb #5739b088
 class RewardError(RuntimeError):
     "A reward function raised or returned something unusable; `.tb` holds the formatted traceback"
     def __init__(self, msg:str, tb:str=''): super().__init__(msg); self.tb = tb
@@ -74,6 +75,7 @@ def _in_thread(fn, kw:dict) -> asyncio.Future:
     threading.Thread(target=work, name='tba_kit-reward', daemon=True).start()
     return fut
 
+# %% ../nbs/06_tasks.ipynb #38ea2b31
 class _RewardLoop:
     "The event loop, in a daemon thread, where async reward functions run (as TRL runs them): a reward that blocks its loop, ignores cancellation or raises SystemExit is abandoned with its thread, never waited on, and the next batch gets a new loop"
     loop = None
@@ -88,15 +90,18 @@ class _RewardLoop:
     @classmethod
     def abandon(cls): cls.loop = None  # after a timeout: the old loop may be stuck; its thread dies with the interpreter
 
+# %% ../nbs/06_tasks.ipynb #ed51ffee
 async def _contained(aw):
     "Await a reward's awaitable; SystemExit and KeyboardInterrupt raised by it become errors of its batch instead of stopping the loop's thread"
     try: return await aw
     except (SystemExit, KeyboardInterrupt) as e: raise _Escaped(e) from e
 
+# %% ../nbs/06_tasks.ipynb #1e780ef8
 class _Escaped(Exception):
     "A BaseException (SystemExit, KeyboardInterrupt) raised by a reward function, carried as an ordinary error"
     def __init__(self, e:BaseException): super().__init__(f"{type(e).__name__}: {e}"); self.original = e
 
+# %% ../nbs/06_tasks.ipynb #b9557fdb
 async def _settle(call:asyncio.Future, name:str, timeout:float|None):
     "The result of a reward call running off this loop (a thread, or the async reward loop); a BaseException it raised comes back as an Exception"
     try: done, _ = await asyncio.wait([call], timeout=timeout)
@@ -161,6 +166,7 @@ class Task(Protocol):
     def reward(self, prompts, completions, completion_ids=None, **columns) -> list: ...
     def evaluate(self, prompts:list, completions:list) -> dict: ...
 
+# %% ../nbs/06_tasks.ipynb #62e32c07
 class PromptTask:
     "A task made of prompt lists and a TRL-style reward function"
     def __init__(self,
@@ -198,9 +204,11 @@ class PromptTask:
 
     def __repr__(self): return f"{type(self).__name__}({self.name!r}, train={len(self._splits['train'])}, test={len(self._splits['test'])})"
 
+# %% ../nbs/06_tasks.ipynb #faf30f85
 def _as_prompts(xs, split):
     return [x if isinstance(x, Prompt) else Prompt(f"{split}-{i}", [{'role': 'user', 'content': str(x)}]) for i, x in enumerate(xs)]
 
+# %% ../nbs/06_tasks.ipynb #da89e19e
 def _run(coro):
     "Run a coroutine to completion from synchronous code, also while an event loop is running (a notebook)"
     import asyncio, concurrent.futures
@@ -217,6 +225,7 @@ def last_number(text:str) -> str|None:
     if not found: return None
     return found[-1].replace(',', '').replace('−', '-').rstrip('.')
 
+# %% ../nbs/06_tasks.ipynb #5fce4b7e
 def same_number(a:str|None, b:str|None) -> bool:
     "Whether two number strings denote the same value"
     if a is None or b is None: return False
@@ -235,18 +244,21 @@ def reasoning_gym_splits(dataset:str, n_train:int, n_test:int, seed:int=0, **dat
         if e['question'] not in seen: seen.add(e['question']); test.append(e)
     return train, test[:n_test]
 
+# %% ../nbs/06_tasks.ipynb #6d0cd3a2
 def reasoning_gym_distinct(dataset:str, pool:int, n_train:int, n_test:int, seed:int=0, **dataset_kw) -> tuple:
     "(train, test): `pool` items drawn, each distinct question kept once, shuffled and split: both splits uniform over the distinct problems"
     rg = require('reasoning_gym', 'pip install reasoning-gym')
     items = list({e['question']: e for e in rg.create_dataset(dataset, size=pool, seed=seed, **dataset_kw)}.values())
     return _split_at_random(items, n_train, n_test, seed, f"{dataset} gave {len(items)} distinct problems in a pool of {pool}", 'raise pool or lower n_test')
 
+# %% ../nbs/06_tasks.ipynb #e2b47ecb
 def _split_at_random(items:list, n_train:int, n_test:int, seed:int, what:str, fix:str) -> tuple:
     "(train, test): `items` shuffled, the first n_test held out, up to n_train of the rest for training"
     random.Random(seed).shuffle(items)
     if len(items) < n_test + 1: raise ValueError(f"{what}: too few for n_test={n_test} and training; {fix}")
     return items[n_test:n_test + n_train], items[:n_test]
 
+# %% ../nbs/06_tasks.ipynb #6fdf454e
 def increments(min_value:int=10, max_value:int=999, steps:Sequence[int]=(1,)) -> list:
     "Every `n + d` and `n - d` for n in [min_value, max_value] and d in `steps`, worded as chain_sum words its problems"
     if not 0 <= min_value <= max_value or not steps: raise ValueError(f"need 0 <= min_value <= max_value and some steps, got {min_value}, {max_value}, {steps}")
@@ -254,6 +266,7 @@ def increments(min_value:int=10, max_value:int=999, steps:Sequence[int]=(1,)) ->
     return [{'question': q.format(n, op, d), 'answer': str(n + d if op == '+' else n - d)}
             for n in range(min_value, max_value + 1) for d in steps for op in '+-']
 
+# %% ../nbs/06_tasks.ipynb #0f8f292e
 FAMILIES = {'increments': increments}  # families of this project, enumerated whole: split at random like `pool`
 
 def _family_splits(name:str, n_train:int, n_test:int, seed:int, **kw) -> tuple:
@@ -289,6 +302,7 @@ class ArithmeticTask(PromptTask):
         return super().evaluate(prompts, completions) | {'top_answer_share': answers.most_common(1)[0][1] / max(len(completions), 1),
                                                          'distinct_answers': len(answers)}
 
+# %% ../nbs/06_tasks.ipynb #7b0670ed
 def arithmetic_reward(prompts, completions, completion_ids=None, answer=None, **kw) -> list:
     "1.0 when the last number of the completion equals `answer`, else 0.0 (TRL signature)"
     if answer is None: raise ValueError("arithmetic_reward needs the `answer` column")

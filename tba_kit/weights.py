@@ -36,6 +36,7 @@ def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
         finally: model.unmerge_adapter()
     return {n: p.detach().to('cpu', dtype or p.dtype).contiguous() for n, p in model.named_parameters()}  # files are written from the CPU
 
+# %% ../nbs/06e_weights.ipynb #ed6ed0c7
 def install_state(model:nn.Module, state:dict, bind:bool=False):
     "Copy published tensors into `model`'s parameters (every one must be present); `bind`: use them as the parameters, no copy, where dtype, device and shape agree"
     params = dict(model.named_parameters())
@@ -69,6 +70,7 @@ class WeightHandle:
     def __reduce__(self):  # to a worker process: the snapshot without its channel, as the library's class (also when defined in a notebook)
         return importlib.import_module('tba_kit.weights').WeightHandle, (self.path, self.version, self.role)
 
+# %% ../nbs/06e_weights.ipynb #2d6c9206
 class WeightChannel:
     "Publishes snapshots of the trainer's weights; deletes one once no searcher holds it and its role has a newer one"
     def __init__(self): self._holds, self._newest, self._lock = Counter(), {}, threading.Lock()
@@ -119,10 +121,12 @@ class FileChannel(WeightChannel):
     def files(self) -> list: return sorted(p.name for p in self.dir.glob('*.safetensors'))
     def close(self): shutil.rmtree(self.dir, ignore_errors=True)
 
+# %% ../nbs/06e_weights.ipynb #3eb0c924
 def read_state(path:str) -> dict:
     "Tensors of a published weights file"
     return require('safetensors.torch', 'pip install safetensors').load_file(path)
 
+# %% ../nbs/06e_weights.ipynb #c626f4ce
 def ram_dir(root:str|None) -> Path:
     "A new folder in `root`, else on /dev/shm (a RAM disk) when writable, else in the temporary folder; stale ones removed"
     base = Path(root or ('/dev/shm' if os.access('/dev/shm', os.W_OK) else tempfile.gettempdir()))
@@ -131,6 +135,7 @@ def ram_dir(root:str|None) -> Path:
         if pid.isdigit() and not pid_alive(int(pid)): shutil.rmtree(old, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f'tba_kit-weights-{os.getpid()}-', dir=base))
 
+# %% ../nbs/06e_weights.ipynb #e345af92
 def pid_alive(pid:int) -> bool:
     try: os.kill(pid, 0)
     except ProcessLookupError: return False
@@ -157,15 +162,18 @@ class ShmHandle(WeightHandle):
         cls = importlib.import_module('tba_kit.weights').ShmHandle
         return cls, (self.path, self.version, self.role, None, self.layout, self.nbytes, self.serial)
 
+# %% ../nbs/06e_weights.ipynb #0aeb9d4d
 def buffer_view(buf, dtype, shape, offset):
     n = dtype.itemsize * int(torch.Size(shape).numel())
     return buf[offset:offset + n].view(dtype).view(shape)
 
+# %% ../nbs/06e_weights.ipynb #f531a066
 def flat_source(model) -> dict:
     "The tensors to publish, without copies (a LoRA model's: merged)"
     peft = hasattr(model, 'merge_adapter') and hasattr(model, 'get_base_model')
     return policy_state(model) if peft else {n: p.detach() for n, p in model.named_parameters()}
 
+# %% ../nbs/06e_weights.ipynb #e2980baf
 def flat_layout(state:dict, dtype:torch.dtype|None) -> tuple:
     "(layout, bytes) of `state` packed in one buffer in `dtype`: (name, dtype name, shape, byte offset) per tensor, 64-byte aligned"
     layout, off = [], 0
@@ -175,11 +183,13 @@ def flat_layout(state:dict, dtype:torch.dtype|None) -> tuple:
         off += -(-t.numel() * dt.itemsize // 64) * 64
     return tuple(layout), off
 
+# %% ../nbs/06e_weights.ipynb #dabd4ab3
 def fill_flat(buf:torch.Tensor, layout:tuple, state:dict):
     "Write `state`'s tensors into the uint8 buffer `buf` at their places in `layout`"
     with torch.no_grad():
         for (n, dt, shape, o), t in zip(layout, state.values()): buffer_view(buf, getattr(torch, dt), shape, o).copy_(t)
 
+# %% ../nbs/06e_weights.ipynb #7b5569c1
 class ShmChannel(WeightChannel):
     "Snapshots as flat buffers on /dev/shm, written in place in the searchers' dtype; released buffers are reused"
     def __init__(self, root:str|None=None):  # folder of the buffers (default: a new folder on /dev/shm when available)
