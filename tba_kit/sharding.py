@@ -45,15 +45,17 @@ def shard_model(model:nn.Module) -> nn.Module:
 # %% ../nbs/08a_sharding.ipynb #c68f5027
 class ShardedTrainer(Trainer):
     "A `Trainer` that is one rank of the default process group: its policy sharded with FSDP2, its share of each batch whole prompt groups"
-    def __init__(self, model:nn.Module, objective, *args, ref_model:nn.Module|str|None=None, **kw):
+    def __init__(self, model:nn.Module, objective, *, ref_model:nn.Module|str|None=None, **kw):  # the rest as `Trainer`'s, by name
         if not dist.is_initialized(): raise RuntimeError("ShardedTrainer needs a process group: call torch.distributed.init_process_group first (gloo on CPUs, nccl on GPUs)")
+        if kw.get('precision', 'bf16-mixed') == 'bf16': model.to(torch.bfloat16)
+        else: model.float()  # the dtype is set before sharding: FSDP keeps the one it was given
         if ref_model == 'copy': ref_model = copy.deepcopy(model).eval().requires_grad_(False)  # a whole reference on every rank
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        super().__init__(shard_model(model), objective, *args, ref_model=ref_model, **kw)
+        super().__init__(shard_model(model), objective, ref_model=ref_model, **kw)
 
     def _accumulate(self, batch:Batch) -> dict:
         mbs = split_groups(select_rows(batch, rows), self.micro_batch_rows) if (rows := rank_rows(batch, self.rank, self.world)) else []
-        n = torch.tensor([len(mbs)]); dist.all_reduce(n, op=dist.ReduceOp.MAX)
+        n = torch.tensor([len(mbs)], device=self.device); dist.all_reduce(n, op=dist.ReduceOp.MAX)
         idle = mbs[-1] if mbs else select_rows(batch, [0])  # a pass of weight 0 that keeps the collectives paired
         plan = [(mb, self.objective.share(mb, batch)) for mb in mbs] + [(idle, 0.)] * (int(n) - len(mbs))
         sums = {}
@@ -71,6 +73,10 @@ class ShardedTrainer(Trainer):
     def _clip(self) -> torch.Tensor:
         norm = super()._clip()
         return norm.full_tensor() if hasattr(norm, 'full_tensor') else norm  # the norm over every shard
+
+    def _reset_ref(self):  # every rank's whole reference takes the gathered policy weights
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict, StateDictOptions
+        self.ref.load_state_dict(get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True)))
 
 # %% ../nbs/08a_sharding.ipynb #8ec017e7
 def full_state_dict(model:nn.Module) -> dict:

@@ -192,6 +192,9 @@ def _clip(self:Trainer) -> torch.Tensor:
     "Clip the policy's gradient norm to `max_grad_norm` (none: measure only); the norm before clipping"
     return torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm or float('inf'))
 
+@patch
+def _reset_ref(self:Trainer): self.ref.load_state_dict(self.model.state_dict())  # TBA's reference reset: the policy's weights
+
 # %% ../nbs/08_trainer.ipynb #181e4d01
 @patch
 def step(self:Trainer, batch:Batch,
@@ -216,7 +219,7 @@ def step(self:Trainer, batch:Batch,
                     'train/staleness': float((self.version - 1 - batch.versions).float().mean())})
     if (kl := self.objective.needs.kl_name): metrics[f'train/{kl}'] = float(getattr(self.objective, kl))
     if self.ref_reset_every and self.step_count % self.ref_reset_every == 0:
-        if self.ref is not None: self.ref.load_state_dict(self.model.state_dict())
+        if self.ref is not None: self._reset_ref()
         metrics['ref/reset'] = 1
     metrics['train/step_seconds'] = time.perf_counter() - t0
     return metrics

@@ -15,21 +15,26 @@ from tba_kit.trainer import Trainer
 STEPS = 3
 
 
-def batch_of(seed, sizes=(3, 5, 2, 4)):
-    "Four prompt groups of uneven sizes, so that the ranks get unequal numbers of micro-batches"
+def batch_of(seed, sizes=(3, 5, 2, 4), ref=True):
+    "Four prompt groups of uneven sizes, so that the ranks get unequal numbers of micro-batches (`ref`: with reference log-probs, else the trainer's reference computes them)"
     gen, groups = torch.Generator().manual_seed(seed), []
     for g, n in enumerate(sizes):
         prompt = torch.randint(3, 200, (4,), generator=gen)
         groups.append([Trajectory(f'p{g}', prompt, torch.randint(3, 200, (T,), generator=gen), -torch.rand(T, generator=gen),
-                                  reward=float(torch.rand(1, generator=gen)), ref_logprob=float(-3 * torch.rand(1, generator=gen)))
+                                  reward=float(torch.rand(1, generator=gen)), ref_logprob=float(-3 * torch.rand(1, generator=gen)) if ref else None)
                        for T in torch.randint(1, 6, (n,), generator=gen).tolist()])
     return collate(groups)
 
 
 def make(cls, name):
-    objective = {'tb': lambda: TrajectoryBalance(0.5, ScalarLogZ(0.3), 1e-2), 'vargrad': lambda: VarGrad(0.5),
-                 'grpo': lambda: PPO(loss_type='grpo')}[name]()
-    return cls(tiny_model(seed=0)[0], objective, lr=1e-3, precision='fp32', micro_batch_rows=4)  # clipped at 1.0: the norms are far above
+    "tb_reset: TB whose reference is the trainer's copy of the policy, reset to it after every second step (TBA')"
+    objective = {'tb': lambda: TrajectoryBalance(0.5, ScalarLogZ(0.3), 1e-2), 'tb_reset': lambda: TrajectoryBalance(0.5, ScalarLogZ(0.3), 1e-2),
+                 'vargrad': lambda: VarGrad(0.5), 'grpo': lambda: PPO(loss_type='grpo')}[name]()
+    ref = dict(ref_model='copy', ref_reset_every=2) if name == 'tb_reset' else {}
+    return cls(tiny_model(seed=0)[0], objective, lr=1e-3, precision='fp32', micro_batch_rows=4, **ref)  # clipped at 1.0: the norms are far above
+
+
+def batches(name): return [batch_of(s, ref=name != 'tb_reset') for s in range(STEPS)]
 
 
 def state(t, weights):
@@ -45,7 +50,7 @@ def rank_main(rank, world, port, name, out):
     dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world, timeout=timedelta(seconds=60))
     try:
         t = make(ShardedTrainer, name)
-        metrics = [t.step(batch_of(s)) for s in range(STEPS)]
+        metrics = [t.step(b) for b in batches(name)]
         res = state(t, full_state_dict(t.model))
         if rank == 0: torch.save({'metrics': metrics, **res}, out)
     finally: dist.destroy_process_group()
@@ -55,10 +60,10 @@ def free_port():
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 
-@pytest.mark.parametrize('name', ['tb', 'vargrad', 'grpo'])
+@pytest.mark.parametrize('name', ['tb', 'vargrad', 'grpo', 'tb_reset'])
 def test_two_ranks_equal_one_process(name, tmp_path):
     one = make(Trainer, name)
-    ref = [one.step(batch_of(s)) for s in range(STEPS)]
+    ref = [one.step(b) for b in batches(name)]
     ctx, out = mp.get_context('spawn'), tmp_path / 'rank0.pt'
     procs = [ctx.Process(target=rank_main, args=(r, 2, port, name, out)) for port in [free_port()] for r in range(2)]
     for p in procs: p.start()
@@ -70,13 +75,14 @@ def test_two_ranks_equal_one_process(name, tmp_path):
     for a, b in zip(ref, got['metrics']):
         assert b['train/rows'] == a['train/rows'] == 14
         for k in a:
-            if k.startswith(('loss/', 'train/grad_norm', name)) or k in ('train/lr',):
+            if k.startswith(('loss/', 'train/grad_norm', 'ref/', name)) or k in ('train/lr',):
                 torch.testing.assert_close(b[k], a[k], rtol=1e-5, atol=1e-5, msg=lambda m: f"{k}: {m}")
     mine = state(one, one.model.state_dict())
     for k, v in mine['weights'].items(): torch.testing.assert_close(got['weights'][k], v, rtol=1e-5, atol=1e-5, msg=lambda m: f"weight {k}: {m}")
     torch.testing.assert_close(got['log_z'], mine['log_z'], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(got['log_z_exp_avg'], mine['log_z_exp_avg'], rtol=1e-5, atol=1e-7)
-    if name == 'tb': assert float(mine['log_z'][0]) != 0.3 and len(mine['log_z_exp_avg']) == 1  # log Z was trained and compared
+    if name.startswith('tb'): assert float(mine['log_z'][0]) != 0.3 and len(mine['log_z_exp_avg']) == 1  # log Z was trained and compared
+    if name == 'tb_reset': assert [m.get('ref/reset') for m in got['metrics']] == [None, 1, None]  # the third step scored with the reset reference
 
 
 def rank_resume(rank, world, port, name, load, save, steps):
