@@ -56,7 +56,7 @@ class ShardedTrainer(Trainer):
     def _accumulate(self, batch:Batch) -> dict:
         mbs = split_groups(select_rows(batch, rows), self.micro_batch_rows) if (rows := rank_rows(batch, self.rank, self.world)) else []
         n = torch.tensor([len(mbs)], device=self.device); dist.all_reduce(n, op=dist.ReduceOp.MAX)
-        idle = mbs[-1] if mbs else select_rows(batch, [0])  # a pass of weight 0 that keeps the collectives paired
+        idle = mbs[-1] if mbs else select_rows(batch, (batch.group == 0).nonzero()[:, 0].tolist())  # a pass of weight 0 (a whole group) that keeps the collectives paired
         plan = [(mb, self.objective.share(mb, batch)) for mb in mbs] + [(idle, 0.)] * (int(n) - len(mbs))
         sums = {}
         for i, (mb, w) in enumerate(plan):
