@@ -1,7 +1,7 @@
 """The sharded trainer on the main job's model: step seconds and memory per rank for 1 and 2 ranks (FSDP2, gloo on this
 CPU), beside the plain one-process Trainer, on one batch shaped like the main job's (4 prompts x 8 completions of its
-task, VarGrad, fp32). Memory per rank is counted two ways: the bytes of the tensors the rank keeps between steps
-(its shard of the weights, their gradients and AdamW's two moments) and the process's peak resident memory (which adds
+task, VarGrad, fp32). Memory per rank is counted two ways: the bytes of the rank's training state (its shard of the
+weights and AdamW's two moments, kept between steps, plus gradients of the weights' size, alive during a step) and the process's peak resident memory (which adds
 activations, the gathered layer, the libraries). On 2 cores two ranks cannot be faster than one process; the point is
 what each rank holds. Writes benchmarks/results/trainer_scale.json.
 
@@ -37,7 +37,7 @@ def main_job_batch(cfg, tok, rows:int, new_tokens:int):
 
 
 def held_bytes(trainer) -> dict:
-    "Bytes this process keeps between steps: its (shard of the) weights, their gradients' storage and AdamW's moments"
+    "Bytes of this process's training state: its (shard of the) weights and AdamW's moments, plus the gradients of the weights' size a step holds"
     local = lambda t: t.to_local() if hasattr(t, 'to_local') else t
     w = sum(local(p).numel() * local(p).element_size() for p in trainer.params)
     opt = sum(local(v).numel() * local(v).element_size() for s in trainer.optimizer.state.values() for v in s.values() if torch.is_tensor(v) and v.ndim)
@@ -89,7 +89,7 @@ def main(a):
            'cpu_capability': torch.backends.cpu.get_cpu_capability(), 'one_process': measure(trainer, batch, a.steps)}
     del trainer
     for world in a.ranks: res[f'ranks_{world}'] = sharded(world, a)
-    print("| trainer | ranks | step seconds (median) | held per rank: weights + grads + AdamW (MB) | peak RSS per rank (MB) |\n|---|---|---|---|---|")
+    print("| trainer | ranks | step seconds (median) | training state per rank: weights + grads + AdamW (MB) | peak RSS per rank (MB) |\n|---|---|---|---|---|")
     one = res['one_process']
     print(f"| Trainer | 1 process | {one['step_seconds_median']:.2f} | {one['total_mb']:.0f} | {one['peak_rss_mb']:.0f} |")
     for world in a.ranks:
