@@ -75,7 +75,8 @@ def main(argv:list|None=None) -> int:
     except Exception as e:  # a run stopped by its rewards, its searchers or a timeout: said plainly (its checkpoint is written)
         from tba_kit.searchers import SearcherError
         from tba_kit.tasks import RewardError
-        if not isinstance(e, (RewardError, SearcherError, TimeoutError)): raise
+        from tba_kit.ranks import RankError
+        if not isinstance(e, (RewardError, SearcherError, TimeoutError, RankError)): raise
         _say(f"error: {e}"); return 1
     return 0
 

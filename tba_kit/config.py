@@ -110,7 +110,9 @@ class Config(SearchFields):
     max_grad_norm:float|None = 1.0
     micro_batch_rows:int = 32
     ref_reset_every:int = 0  # rho: reset the reference to the policy every rho steps (TBA'; 0: never)
-    trainer_threads:int = 1  # torch threads of the trainer process
+    trainer_threads:int = 1  # torch threads of the trainer process (with trainer_procs > 1: shared by its ranks)
+    trainer_procs:int = 1  # ranks of the trainer on this machine, the policy sharded over them with FSDP2 (ranks notebook)
+    trainer_timeout:float = 600.  # seconds any collective of the trainer's ranks may take before the run stops naming the rank
     # evaluation, logging, checkpoints
     eval_every:int = 0  # steps between held-out evaluations (0: before and after only)
     eval_limit:int|None = None  # evaluate on the first N held-out prompts
@@ -200,7 +202,7 @@ def validate(self:Config):
 @patch
 def check_ranges(self:Config):
     "Refuse numbers out of their range, and settings that are silent or misleading (a negative grad norm, a zero time limit)"
-    for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'search_prompts', 'sync_every', 'eval_batch_size',
+    for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'trainer_procs', 'search_prompts', 'sync_every', 'eval_batch_size',
                  'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
         _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
     _need(self.stable_steps is None or self.stable_steps >= 0, 'stable_steps', f"must be >= 0 or null, got {self.stable_steps}")
@@ -228,7 +230,7 @@ def check_ranges(self:Config):
     _need(self.lr_schedule_by == 'steps' or self.time_limit is not None, 'lr_schedule_by', "'time' runs the lr schedule over time_limit, which is null: set time_limit (minutes), or use 'steps'")
     _need(self.lr_schedule_by == 'steps' or self.lr_schedule != 'reduce_lr_on_plateau', 'lr_schedule_by', "'reduce_lr_on_plateau' has no length to run over the clock: use 'steps'")
     _need(self.eval_limit is None or self.eval_limit >= 1, 'eval_limit', f"must be >= 1 or null (every held-out prompt), got {self.eval_limit}; eval: false skips evaluation")
-    for name in ('wait_timeout', 'search_timeout', 'reward_timeout'): _need(getattr(self, name) > 0, name, f"seconds: must be > 0, got {getattr(self, name)}")
+    for name in ('wait_timeout', 'search_timeout', 'reward_timeout', 'trainer_timeout'): _need(getattr(self, name) > 0, name, f"seconds: must be > 0, got {getattr(self, name)}")
     _need(self.lora is None or self.model != 'tiny', 'lora', "the tiny test model has no LoRA target modules: use a Hugging Face model, or lora: null")
     if self.lora is not None:
         from tba_kit.models import require

@@ -26,6 +26,7 @@ from .evaluation import eval_line, evaluate as evaluate_policy
 from .pool import SearchPool
 from .searchers import placement_of, plain_model
 from .tasks import make_task
+from .ranks import start_ranks
 from .trainer import Trainer
 from .vllm_searcher import import_vllm
 
@@ -69,13 +70,16 @@ class Run:
         if cfg.eval_kl_samples:  # eval/kl's reference: a frozen copy of the initial policy
             ref = plain_model(self.model)
             self.eval_ref = (copy.deepcopy(ref) if ref is self.model else ref).eval().requires_grad_(False)
-        self.trainer = Trainer(self.model, objective, lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm,
-                               micro_batch_rows=cfg.micro_batch_rows, precision=cfg.precision, lr_schedule=cfg.lr_schedule,
-                               warmup_steps=cfg.warmup_steps, decay_steps=cfg.decay_steps, stable_steps=cfg.stable_steps, total_steps=cfg.steps,
-                               beta=kl,
-                               ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
-                               ref_reset_every=cfg.ref_reset_every,
-                               pad_id=self.tok.pad_token_id, temperature=cfg.logprob_temp)
+        kw = dict(lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm, micro_batch_rows=cfg.micro_batch_rows,
+                  precision=cfg.precision, lr_schedule=cfg.lr_schedule, warmup_steps=cfg.warmup_steps, decay_steps=cfg.decay_steps,
+                  stable_steps=cfg.stable_steps, total_steps=cfg.steps, beta=kl,
+                  ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
+                  ref_reset_every=cfg.ref_reset_every, pad_id=self.tok.pad_token_id, temperature=cfg.logprob_temp)
+        if cfg.trainer_procs > 1:  # the ranks notebook: self.model stays whole on rank 0, gathered when read (trainer.model)
+            self.status(f"starting {cfg.trainer_procs} trainer ranks", new=True)
+            self.trainer = start_ranks(cfg, self.model, objective, **kw)
+            self.status.done()
+        else: self.trainer = Trainer(self.model, objective, **kw)
         self.buffer = ReplayBuffer(capacity_per_prompt=cfg.buffer_capacity, dedup=cfg.dedup)
         self.sampler = make_sampler(cfg, sampler)
         self.stream = PromptStream(self.task.prompts('train'), cfg.seed)
@@ -98,7 +102,8 @@ class Run:
 async def publish(self:Run, reset_ref:bool=False, role:str='policy') -> float:
     "Send the trainer's policy (or, role 'reference', its reference) to every searcher; returns the seconds spent on the trainer's side"
     t = time.perf_counter()
-    handle = await asyncio.to_thread(self.weights.snapshot, self.trainer.ref if role == 'reference' else self.model, self.trainer.version, role)
+    model = lambda: self.trainer.ref if role == 'reference' else self.trainer.model  # with ranks: gathered, in the worker thread
+    handle = await asyncio.to_thread(lambda: self.weights.snapshot(model(), self.trainer.version, role))
     return await self.deliver(handle, t, reset_ref)
 
 # %% ../nbs/10_loop.ipynb #ac1f4546
@@ -123,7 +128,7 @@ async def eval_held_out(self:Run, sampled:bool=False) -> dict:  # sampled: also 
         self.status(f"{what}: {done} of {n} {phases[phase]}" if phase in phases else f"{what}: {phase} {done} of {n}")  # else the task's phase
     self.status(f"{what}: 0 of {len(self.task.prompts('test')[:self.cfg.eval_limit])} held-out problems", new=True)
     try:
-        res = await asyncio.to_thread(evaluate_policy, self.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
+        res = await asyncio.to_thread(evaluate_policy, self.trainer.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
                                       self.cfg.eval_batch_size, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples,
                                       self.cfg.logprob_temp, progress, self.cfg.eval_samples if sampled else 0)
     finally:
@@ -177,7 +182,7 @@ def _step(self:Run, batch, sync:bool):
     m = self.trainer.step(batch, self.budget_spent())
     if not sync: return m, None
     t = time.perf_counter()
-    return m, (self.weights.snapshot(self.model, self.trainer.version), t)
+    return m, (self.weights.snapshot(self.trainer.model, self.trainer.version), t)
 
 # %% ../nbs/10_loop.ipynb #d64fe231
 @patch
@@ -334,6 +339,7 @@ async def _locked(self:Run, resume) -> RunSummary:
         self.status.close()
         self.log.close()
         if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
+        if hasattr(self.trainer, 'close'): self.trainer.close()  # the trainer's other ranks
 
 # %% ../nbs/10_loop.ipynb #d7d92f8a
 @patch

@@ -1,0 +1,78 @@
+"""`trainer_procs: 2` from the command line: the run's steps equal one process's, a checkpoint written on two ranks resumes
+on one, and a rank that is killed or hangs stops the run with its name (never a hang), after which `--resume` finishes it."""
+import json, signal, subprocess, sys, time
+from pathlib import Path
+
+import psutil
+import pytest
+from safetensors.torch import load_file
+import torch
+
+from test_loop import ROOT, TINY_CLI, tba_train, wait_for_steps
+from tba_kit.checkpoints import find_checkpoint
+from tba_kit.models import tiny_model
+
+SYNC = [*TINY_CLI, '--mode=sync', '--lr=1e-3', '--seed=1']  # sync mode: the same batches in every run, whatever the ranks
+
+
+def train(*args, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'tba_kit.cli', 'train', *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def rows(out:Path) -> list: return [r for r in map(json.loads, open(out / 'metrics.jsonl')) if 'train/step' in r]
+
+
+def assert_same_run(a:Path, b:Path):
+    "Step by step the same loss and gradient norm, and the same final weights, to 1e-5"
+    ra, rb = rows(a), rows(b)
+    assert [r['train/step'] for r in ra] == [r['train/step'] for r in rb]
+    for x, y in zip(ra, rb):
+        for k in ('loss/tb', 'train/grad_norm', 'tb/logZ', 'train/rows'):
+            assert x[k] == pytest.approx(y[k], rel=1e-5, abs=1e-6), (x['train/step'], k, x[k], y[k])
+    wa, wb = (load_file(find_checkpoint(p) / 'policy.safetensors') for p in (a, b))
+    assert wa.keys() == wb.keys()
+    for k in wa: torch.testing.assert_close(wb[k], wa[k], rtol=1e-5, atol=1e-5, msg=lambda m: f"{k}: {m}")
+    start = tiny_model(seed=1)[0].state_dict()
+    assert max(float((w - start[k]).abs().max()) for k, w in wa.items()) > 1e-3  # the steps moved the weights: the equality is not of untrained models
+
+
+def test_two_ranks_equal_one_process_and_resume_on_one(tmp_path):
+    one, two, split = tmp_path / 'one', tmp_path / 'two', tmp_path / 'split'
+    for out, procs, steps in [(one, 1, 3), (two, 2, 3), (split, 2, 2)]:
+        r = train(*SYNC, f'--steps={steps}', f'--trainer_procs={procs}', f'--out_dir={out}')
+        assert r.returncode == 0, r.stderr[-3000:]
+    assert rows(two)[-1]["trainer/gather_seconds"] > 0 and "trainer/gather_seconds" not in rows(one)[-1]
+    assert_same_run(one, two)
+    r = train('--resume', str(split), '--steps=3', '--trainer_procs=1', '--no-progress')  # written on two ranks, resumed on one
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert_same_run(one, split)
+
+
+def followers(p) -> list:
+    "The trainer ranks a `tba train` process started"
+    return [c for c in psutil.Process(p.pid).children() if 'tba_kit.ranks' in ' '.join(c.cmdline())]
+
+
+@pytest.mark.parametrize('fault', ['kill', 'hang'])
+def test_a_rank_that_dies_or_hangs_stops_the_run_by_name_and_resume_finishes_it(tmp_path, fault):
+    out = tmp_path / 'run'
+    p = tba_train(*TINY_CLI, '--steps=100000', '--checkpoint_every=1', '--trainer_procs=2', '--trainer_timeout=15', f'--out_dir={out}')
+    try:
+        wait_for_steps(out, 3, p)
+        (rank1,) = followers(p)
+        t = time.monotonic()
+        rank1.send_signal(signal.SIGKILL if fault == 'kill' else signal.SIGSTOP)
+        _, err = p.communicate(timeout=120)
+        took = time.monotonic() - t
+    finally:
+        if p.poll() is None: p.kill()
+        for c in psutil.Process().children(recursive=True):
+            if 'tba_kit.ranks' in ' '.join(c.cmdline()): c.kill()
+    assert p.returncode == 1, err[-3000:]
+    said = f"trainer rank 1 (pid {rank1.pid}) was killed by SIGKILL" if fault == 'kill' else "a trainer rank did not answer within trainer_timeout (15 s)"
+    assert said in err and '--resume' in err, err[-3000:]
+    assert took < (30 if fault == 'kill' else 60), took  # found at the next collective: at once if dead, after the timeout if hung
+    done = rows(out)[-1]['train/step']
+    r = train('--resume', str(out), f'--steps={done + 2}', '--trainer_procs=2', '--no-progress')
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert find_checkpoint(out).name == f'step_{done + 2:06d}'
