@@ -58,6 +58,8 @@ def main(argv:list|None=None) -> int:
     try:
         if args.command == 'train':
             cfg, resume = _train_config(args, rest)
+            from tba_kit.ranks import follow_torchrun, torchrun_rank
+            if (env := torchrun_rank()) and env['rank'] > 0: follow_torchrun(cfg); return 0  # torchrun started this rank: rank 0 runs the loop
             from tba_kit.loop import run
             summary = run_interruptible(run(cfg, resume=resume, progress='lines' if args.no_progress else True))
             if args.json: print(json.dumps({'out_dir': summary.out_dir, 'steps': summary.steps, 'seconds': round(summary.seconds, 1),

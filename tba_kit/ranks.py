@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/ranks.html.md"""
 
 # %% ../nbs/09f_ranks.ipynb #r2
 from __future__ import annotations
-import atexit, copy, pickle, signal, socket, subprocess, sys, time
+import atexit, copy, os, pickle, signal, socket, subprocess, sys, time
 from datetime import timedelta
 
 import torch
@@ -19,7 +19,8 @@ from .sharding import ShardedTrainer, full_state_dict, load_full_state_dict
 
 # %% auto #0
 __all__ = ['OPS', 'free_port', 'rank_device', 'join_ranks', 'next_command', 'follow', 'exit_text', 'RankGroup', 'RankError',
-           'step', 'state_dict', 'load_state_dict', 'set_lr', 'close', 'start_ranks', 'main']
+           'step', 'state_dict', 'load_state_dict', 'set_lr', 'close', 'torchrun_rank', 'follow_torchrun',
+           'start_ranks', 'serve_rank', 'main']
 
 # %% ../nbs/09f_ranks.ipynb #r5
 def free_port() -> int:
@@ -33,13 +34,13 @@ def rank_device(device:str, rank:int) -> str:
     return f"cuda:{(int(device.split(':')[1]) if ':' in device else 0) + rank}"
 
 # %% ../nbs/09f_ranks.ipynb #r10
-def join_ranks(rank:int, world:int, port:int, device:str, timeout:float) -> dist.TCPStore:
-    "Join the trainer's process group through rank 0's store at `port` (its collectives fail after `timeout` s); returns the store"
+def join_ranks(rank:int, world:int, host:str, port:int, device:str, timeout:float, serve:bool) -> dist.Store:
+    "Join the trainer's process group through the store at `host:port` (`serve`: this process serves it); its collectives fail after `timeout` s. Returns the commands' store"
     backend = 'nccl' if device.startswith('cuda') else 'gloo'
     if backend == 'nccl': torch.cuda.set_device(device)
-    store = dist.TCPStore('127.0.0.1', port, world, is_master=rank == 0, timeout=timedelta(seconds=timeout))
-    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timedelta(seconds=timeout))
-    return store
+    store = dist.TCPStore(host, port, world, is_master=serve, timeout=timedelta(seconds=timeout))
+    dist.init_process_group(backend, store=dist.PrefixStore('group', store), rank=rank, world_size=world, timeout=timedelta(seconds=timeout))
+    return dist.PrefixStore('tba_kit', store)
 
 # %% ../nbs/09f_ranks.ipynb #r12
 OPS = {'step': lambda t, batch, progress: t.step(batch, progress),  # the step's metrics, the same on every rank
@@ -174,17 +175,36 @@ def close(self:RankGroup):
 
 RankGroup.close = close
 
+# %% ../nbs/09f_ranks.ipynb #r41
+def torchrun_rank() -> dict|None:
+    "Where torchrun put this process: rank, world, local rank and its store (None: torchrun did not start it)"
+    e = os.environ
+    if 'TORCHELASTIC_RUN_ID' not in e: return None
+    return dict(rank=int(e['RANK']), world=int(e['WORLD_SIZE']), local=int(e['LOCAL_RANK']), host=e['MASTER_ADDR'], port=int(e['MASTER_PORT']),
+                serve=e.get('TORCHELASTIC_USE_AGENT_STORE') != 'True' and e['RANK'] == '0')  # torchrun's agent serves the store
+
+# %% ../nbs/09f_ranks.ipynb #r42
+def follow_torchrun(cfg:Config):
+    "`tba train` on a rank > 0 that torchrun started: a follower of rank 0, on the GPU of its local rank"
+    env = torchrun_rank()
+    if cfg.trainer_procs != env['world']: raise ValueError(f"config field 'trainer_procs': {cfg.trainer_procs}, but torchrun started {env['world']} processes: set --trainer_procs={env['world']}")
+    serve_rank(env['rank'], env['world'], env['host'], env['port'], rank_device(cfg.device, env['local']), cfg.trainer_timeout)
+
 # %% ../nbs/09f_ranks.ipynb #r28
 def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGroup:
-    "The trainer as `cfg.trainer_procs` ranks of this machine: followers started, `model` sharded (a copy of it on rank 0) and kept whole as the mirror"
-    world, port = cfg.trainer_procs, free_port()
-    if cfg.device.startswith('cuda') and torch.cuda.device_count() < world + int(rank_device(cfg.device, 0).split(':')[1]):
+    "The trainer as `cfg.trainer_procs` ranks (started here, or by torchrun): `model` sharded (a copy of it on rank 0) and kept whole as the mirror"
+    world, host, port, serve, procs = cfg.trainer_procs, '127.0.0.1', free_port(), True, []
+    if env := torchrun_rank():  # the other ranks run `tba train` too, as followers
+        if env['world'] != world: raise ValueError(f"config field 'trainer_procs': {world}, but torchrun started {env['world']} processes: set --trainer_procs={env['world']}")
+        host, port, serve = env['host'], env['port'], env['serve']
+    elif cfg.device.startswith('cuda') and torch.cuda.device_count() < world + int(rank_device(cfg.device, 0).split(':')[1]):
         raise ValueError(f"config field 'trainer_procs': {world} ranks need {world} GPUs from {cfg.device}, this machine has {torch.cuda.device_count()}")
-    threads = max(1, cfg.trainer_threads // world)
-    procs = [subprocess.Popen([sys.executable, '-m', 'tba_kit.ranks', str(r), str(world), str(port), rank_device(cfg.device, r), str(cfg.trainer_timeout), str(threads)])
-             for r in range(1, world)]
+    else:
+        threads = max(1, cfg.trainer_threads // world)
+        procs = [subprocess.Popen([sys.executable, '-m', 'tba_kit.ranks', str(r), str(world), str(port), rank_device(cfg.device, r), str(cfg.trainer_timeout), str(threads)])
+                 for r in range(1, world)]
     try:
-        store = join_ranks(0, world, port, rank_device(cfg.device, 0), cfg.trainer_timeout)
+        store = join_ranks(0, world, host, port, rank_device(cfg.device, 0), cfg.trainer_timeout, serve)
         store.set('start', pickle.dumps((dict(model=cfg.model, lora=cfg.lora, precision=cfg.precision, seed=cfg.seed), objective, trainer_kw)))
         trainer = ShardedTrainer(copy.deepcopy(model), objective, **trainer_kw)
         load_full_state_dict(trainer.model, model.state_dict())
@@ -195,13 +215,10 @@ def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGro
     return RankGroup(trainer, model, procs, store, cfg.trainer_timeout, cfg.out_dir)
 
 # %% ../nbs/09f_ranks.ipynb #r29
-def main(argv:list|None=None):
-    "A follower: `python -m tba_kit.ranks RANK WORLD PORT DEVICE TIMEOUT THREADS`, started by `start_ranks`"
-    rank, world, port, device, timeout, threads = argv or sys.argv[1:]
-    rank, world, timeout = int(rank), int(world), float(timeout)
+def serve_rank(rank:int, world:int, host:str, port:int, device:str, timeout:float):
+    "A follower's life: join rank 0, build the policy and trainer it describes, follow its commands until it stops (or is gone)"
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is rank 0's: it finishes the step (with us), checkpoints, then stops us
-    torch.set_num_threads(int(threads))
-    store = join_ranks(rank, world, int(port), device, timeout)
+    store = join_ranks(rank, world, host, port, device, timeout, serve=False)
     try:
         policy, objective, kw = pickle.loads(store.get('start'))
         model, _ = make_policy(Config(**policy, device=device))
@@ -215,4 +232,10 @@ def main(argv:list|None=None):
         if dist.is_initialized(): dist.destroy_process_group()
 
 # %% ../nbs/09f_ranks.ipynb #r30
+def main(argv:list|None=None):
+    "A follower started by `start_ranks`: `python -m tba_kit.ranks RANK WORLD PORT DEVICE TIMEOUT THREADS`"
+    rank, world, port, device, timeout, threads = argv or sys.argv[1:]
+    torch.set_num_threads(int(threads))
+    serve_rank(int(rank), int(world), '127.0.0.1', int(port), device, float(timeout))
+
 if __name__ == '__main__' and not hasattr(sys, 'ps1') and 'ipykernel' not in sys.modules: main()

@@ -37,12 +37,17 @@ def assert_same_run(a:Path, b:Path):
 
 
 def test_two_ranks_equal_one_process_and_resume_on_one(tmp_path):
-    one, two, split = tmp_path / 'one', tmp_path / 'two', tmp_path / 'split'
+    one, two, split, trun = tmp_path / 'one', tmp_path / 'two', tmp_path / 'split', tmp_path / 'torchrun'
     for out, procs, steps in [(one, 1, 3), (two, 2, 3), (split, 2, 2)]:
         r = train(*SYNC, f'--steps={steps}', f'--trainer_procs={procs}', f'--out_dir={out}')
         assert r.returncode == 0, r.stderr[-3000:]
     assert rows(two)[-1]["trainer/gather_seconds"] > 0 and "trainer/gather_seconds" not in rows(one)[-1]
     assert_same_run(one, two)
+    r = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', '-m', 'tba_kit.cli', 'train', *SYNC,
+                        '--steps=3', '--trainer_procs=2', f'--out_dir={trun}'], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]  # torchrun started both ranks: rank 1 follows rank 0
+    assert rows(trun)[-1]['trainer/gather_seconds'] > 0
+    assert_same_run(one, trun)
     r = train('--resume', str(split), '--steps=3', '--trainer_procs=1', '--no-progress')  # written on two ranks, resumed on one
     assert r.returncode == 0, r.stderr[-3000:]
     assert_same_run(one, split)
