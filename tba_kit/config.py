@@ -111,7 +111,8 @@ class Config(SearchFields):
     micro_batch_rows:int = 32
     ref_reset_every:int = 0  # rho: reset the reference to the policy every rho steps (TBA'; 0: never)
     trainer_threads:int = 1  # torch threads of the trainer process (with trainer_procs > 1: shared by its ranks)
-    trainer_procs:int = 1  # ranks of the trainer on this machine, the policy sharded over them with FSDP2 (ranks notebook)
+    trainer_procs:int = 1  # ranks of the trainer (started by tba train on this machine, or by torchrun; ranks notebook)
+    trainer_parallel:str = 'fsdp'  # how ranks share the policy: 'fsdp' shards it (FSDP2), 'ddp' keeps it whole on each, gradients averaged
     trainer_timeout:float = 600.  # seconds any collective of the trainer's ranks may take before the run stops naming the rank
     # evaluation, logging, checkpoints
     eval_every:int = 0  # steps between held-out evaluations (0: before and after only)
@@ -176,6 +177,7 @@ def validate(self:Config):
         _need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
         _need(len(self._core_lists()) in (1, self.searchers), 'vllm_cpu_threads',
              f"give one core list for all searchers or one per searcher separated by '|' ({self.searchers} searchers, got {self.vllm_cpu_threads!r})")
+    _need(self.trainer_parallel in ('fsdp', 'ddp'), 'trainer_parallel', f"must be 'fsdp' or 'ddp', got {self.trainer_parallel!r}")
     _need(self.ref_on in ('searcher', 'trainer'), 'ref_on', f"must be 'searcher' or 'trainer', got {self.ref_on!r}")
     _need(self.device.split(':')[0] in ('cpu', 'cuda', 'xpu', 'mps'), 'device', f"must be 'cpu', 'cuda', 'cuda:N', 'xpu' or 'mps', got {self.device!r}")
     _need(self.precision in ('auto', 'bf16-mixed', 'fp32', 'bf16'), 'precision', f"must be 'auto', 'bf16-mixed', 'fp32' or 'bf16', got {self.precision!r}")

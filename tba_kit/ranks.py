@@ -15,11 +15,11 @@ from torch import nn
 
 from .build import make_policy
 from .config import Config
-from .sharding import ShardedTrainer, full_state_dict, load_full_state_dict
+from .sharding import ReplicatedTrainer, ShardedTrainer, full_state_dict, load_full_state_dict
 
 # %% auto #0
-__all__ = ['OPS', 'free_port', 'rank_device', 'join_ranks', 'next_command', 'follow', 'exit_text', 'RankGroup', 'RankError',
-           'step', 'state_dict', 'load_state_dict', 'set_lr', 'close', 'torchrun_rank', 'follow_torchrun',
+__all__ = ['PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'next_command', 'follow', 'exit_text', 'RankGroup',
+           'RankError', 'step', 'state_dict', 'load_state_dict', 'set_lr', 'close', 'torchrun_rank', 'follow_torchrun',
            'start_ranks', 'serve_rank', 'main']
 
 # %% ../nbs/09f_ranks.ipynb #r5
@@ -43,6 +43,7 @@ def join_ranks(rank:int, world:int, host:str, port:int, device:str, timeout:floa
     return dist.PrefixStore('tba_kit', store)
 
 # %% ../nbs/09f_ranks.ipynb #r12
+PARALLEL = {'fsdp': ShardedTrainer, 'ddp': ReplicatedTrainer}  # trainer_parallel: what each rank is
 OPS = {'step': lambda t, batch, progress: t.step(batch, progress),  # the step's metrics, the same on every rank
        'gather': lambda t: full_state_dict(t.model),  # the whole weights, on rank 0
        'state': lambda t: t.state_dict(),  # what a checkpoint keeps, AdamW's state gathered on rank 0
@@ -205,8 +206,9 @@ def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGro
                  for r in range(1, world)]
     try:
         store = join_ranks(0, world, host, port, rank_device(cfg.device, 0), cfg.trainer_timeout, serve)
-        store.set('start', pickle.dumps((dict(model=cfg.model, lora=cfg.lora, precision=cfg.precision, seed=cfg.seed), objective, trainer_kw)))
-        trainer = ShardedTrainer(copy.deepcopy(model), objective, **trainer_kw)
+        cls = PARALLEL[cfg.trainer_parallel]
+        store.set('start', pickle.dumps((dict(model=cfg.model, lora=cfg.lora, precision=cfg.precision, seed=cfg.seed), cls, objective, trainer_kw)))
+        trainer = cls(copy.deepcopy(model), objective, **trainer_kw)
         load_full_state_dict(trainer.model, model.state_dict())
     except BaseException:
         for p in procs: p.kill()
@@ -220,9 +222,9 @@ def serve_rank(rank:int, world:int, host:str, port:int, device:str, timeout:floa
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is rank 0's: it finishes the step (with us), checkpoints, then stops us
     store = join_ranks(rank, world, host, port, device, timeout, serve=False)
     try:
-        policy, objective, kw = pickle.loads(store.get('start'))
+        policy, cls, objective, kw = pickle.loads(store.get('start'))
         model, _ = make_policy(Config(**policy, device=device))
-        trainer = ShardedTrainer(model, objective, **kw)
+        trainer = cls(model, objective, **kw)
         load_full_state_dict(trainer.model, {})
         follow(trainer, store)
     except RuntimeError as e:  # rank 0 is gone (its process ended) or a collective timed out: rank 0 reports it

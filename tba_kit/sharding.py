@@ -17,7 +17,8 @@ from .core import Batch
 from .trainer import Trainer, select_rows, split_groups
 
 # %% auto #0
-__all__ = ['rank_rows', 'decoder_layers', 'shard_model', 'ShardedTrainer', 'full_state_dict', 'load_full_state_dict']
+__all__ = ['rank_rows', 'decoder_layers', 'shard_model', 'ShardedTrainer', 'ReplicatedTrainer', 'full_state_dict',
+           'load_full_state_dict']
 
 # %% ../nbs/08a_sharding.ipynb #dd593368
 def rank_rows(batch:Batch, rank:int, world:int) -> list:
@@ -51,7 +52,11 @@ class ShardedTrainer(Trainer):
         else: model.float()  # the dtype is set before sharding: FSDP keeps the one it was given
         if ref_model == 'copy': ref_model = copy.deepcopy(model).eval().requires_grad_(False)  # a whole reference on every rank
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        super().__init__(shard_model(model), objective, ref_model=ref_model, **kw)
+        super().__init__(self.wrap(model), objective, ref_model=ref_model, **kw)
+
+    def wrap(self, model:nn.Module) -> nn.Module: return shard_model(model)
+    def _sync_grads(self, on:bool): self.model.set_requires_gradient_sync(on)  # FSDP reduce-scatters after a pass that has it on
+    def replicated(self) -> list: return list(self.objective.parameters())  # parameters every rank holds whole: log Z
 
     def _accumulate(self, batch:Batch) -> dict:
         mbs = split_groups(select_rows(batch, rows), self.micro_batch_rows) if (rows := rank_rows(batch, self.rank, self.world)) else []
@@ -60,9 +65,9 @@ class ShardedTrainer(Trainer):
         plan = [(mb, self.objective.share(mb, batch)) for mb in mbs] + [(idle, 0.)] * (int(n) - len(mbs))
         sums = {}
         for i, (mb, w) in enumerate(plan):
-            self.model.set_requires_gradient_sync(i == len(plan) - 1)  # reduce the gradients once, after the last pass
+            self._sync_grads(i == len(plan) - 1)  # reduce the gradients once, after the last pass
             for k, v in self._backward(mb, w, scale=self.world).items(): sums[k] = sums.get(k, 0.) + v
-        for p in self.objective.parameters():  # log Z: replicated, its gradient averaged (the loss was scaled by the ranks)
+        for p in self.replicated():  # their gradients averaged over the ranks (the loss was scaled by the ranks)
             if p.requires_grad:
                 if p.grad is None: p.grad = torch.zeros_like(p)
                 dist.all_reduce(p.grad, op=dist.ReduceOp.SUM); p.grad /= self.world
@@ -77,6 +82,13 @@ class ShardedTrainer(Trainer):
     def _reset_ref(self):  # every rank's whole reference takes the gathered policy weights
         from torch.distributed.checkpoint.state_dict import get_model_state_dict, StateDictOptions
         self.ref.load_state_dict(get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True)))
+
+# %% ../nbs/08a_sharding.ipynb #ddp1
+class ReplicatedTrainer(ShardedTrainer):
+    "A `ShardedTrainer` whose ranks each hold the whole policy (data parallel, `trainer_parallel: ddp`): gradients averaged over the ranks after the last pass"
+    def wrap(self, model:nn.Module) -> nn.Module: return model
+    def _sync_grads(self, on:bool): pass
+    def replicated(self) -> list: return self.params + list(self.objective.parameters())
 
 # %% ../nbs/08a_sharding.ipynb #8ec017e7
 def full_state_dict(model:nn.Module) -> dict:

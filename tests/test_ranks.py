@@ -1,5 +1,5 @@
-"""`trainer_procs: 2` from the command line: the run's steps equal one process's, a checkpoint written on two ranks resumes
-on one, and a rank that is killed or hangs stops the run with its name (never a hang), after which `--resume` finishes it."""
+"""`trainer_procs: 2` from the command line (started by `tba train`, or by torchrun; sharded or data parallel): the run's
+steps equal one process's, a checkpoint written on two ranks resumes on one, and a rank that is killed or hangs stops the run with its name (never a hang), after which `--resume` finishes it."""
 import json, signal, subprocess, sys, time
 from pathlib import Path
 
@@ -22,13 +22,13 @@ def train(*args, timeout=300) -> subprocess.CompletedProcess:
 def rows(out:Path) -> list: return [r for r in map(json.loads, open(out / 'metrics.jsonl')) if 'train/step' in r]
 
 
-def assert_same_run(a:Path, b:Path):
-    "Step by step the same loss and gradient norm, and the same final weights, to 1e-5"
+def assert_same_run(a:Path, b:Path, rel:float=1e-5):
+    "Step by step the same loss and gradient norm, and the same final weights, to 1e-5 (metrics: to `rel` relative)"
     ra, rb = rows(a), rows(b)
     assert [r['train/step'] for r in ra] == [r['train/step'] for r in rb]
     for x, y in zip(ra, rb):
         for k in ('loss/tb', 'train/grad_norm', 'tb/logZ', 'train/rows'):
-            assert x[k] == pytest.approx(y[k], rel=1e-5, abs=1e-6), (x['train/step'], k, x[k], y[k])
+            assert x[k] == pytest.approx(y[k], rel=rel, abs=1e-5), (x['train/step'], k, x[k], y[k])
     wa, wb = (load_file(find_checkpoint(p) / 'policy.safetensors') for p in (a, b))
     assert wa.keys() == wb.keys()
     for k in wa: torch.testing.assert_close(wb[k], wa[k], rtol=1e-5, atol=1e-5, msg=lambda m: f"{k}: {m}")
@@ -37,12 +37,13 @@ def assert_same_run(a:Path, b:Path):
 
 
 def test_two_ranks_equal_one_process_and_resume_on_one(tmp_path):
-    one, two, split, trun = tmp_path / 'one', tmp_path / 'two', tmp_path / 'split', tmp_path / 'torchrun'
-    for out, procs, steps in [(one, 1, 3), (two, 2, 3), (split, 2, 2)]:
-        r = train(*SYNC, f'--steps={steps}', f'--trainer_procs={procs}', f'--out_dir={out}')
+    one, two, ddp, split, trun = (tmp_path / name for name in ('one', 'two', 'ddp', 'split', 'torchrun'))
+    for out, procs, steps, parallel in [(one, 1, 3, 'fsdp'), (two, 2, 3, 'fsdp'), (ddp, 2, 3, 'ddp'), (split, 2, 2, 'fsdp')]:
+        r = train(*SYNC, f'--steps={steps}', f'--trainer_procs={procs}', f'--trainer_parallel={parallel}', f'--out_dir={out}')
         assert r.returncode == 0, r.stderr[-3000:]
     assert rows(two)[-1]["trainer/gather_seconds"] > 0 and "trainer/gather_seconds" not in rows(one)[-1]
     assert_same_run(one, two)
+    assert_same_run(one, ddp, rel=1e-4)  # data parallel: gradients summed in another order; AdamW at lr 1e-3 makes 1e-7 into 1e-5 by step 3
     r = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', '-m', 'tba_kit.cli', 'train', *SYNC,
                         '--steps=3', '--trainer_procs=2', f'--out_dir={trun}'], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]  # torchrun started both ranks: rank 1 follows rank 0

@@ -46,12 +46,12 @@ def state(t, weights):
     return {'weights': weights, 'log_z': z, 'log_z_exp_avg': moments}
 
 
-def rank_main(rank, world, port, name, out):
-    from tba_kit.sharding import ShardedTrainer, full_state_dict
+def rank_main(rank, world, port, name, out, parallel):
+    from tba_kit.sharding import ReplicatedTrainer, ShardedTrainer, full_state_dict
     torch.set_num_threads(1)
     dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world, timeout=timedelta(seconds=60))
     try:
-        t = make(ShardedTrainer, name)
+        t = make({'fsdp': ShardedTrainer, 'ddp': ReplicatedTrainer}[parallel], name)
         metrics = [t.step(b) for b in batches(name)]
         res = state(t, full_state_dict(t.model))
         if rank == 0: torch.save({'metrics': metrics, **res}, out)
@@ -62,11 +62,13 @@ def free_port():
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 
+@pytest.mark.parametrize('parallel', ['fsdp', 'ddp'])
 @pytest.mark.parametrize('name', ['tb', 'vargrad', 'grpo', 'tb_reset'])
-def test_two_ranks_equal_one_process(name, tmp_path):
+def test_two_ranks_equal_one_process(name, parallel, tmp_path):
+    "fsdp: the policy sharded; ddp: every rank holds it whole, its gradients averaged after the last pass"
     one = make(Trainer, name)
     ref = [one.step(b) for b in batches(name)]
-    spawn(rank_main, 2, name, out := tmp_path / 'rank0.pt')
+    spawn(rank_main, 2, name, out := tmp_path / 'rank0.pt', parallel)
     got = torch.load(out)
     for a, b, sizes in zip(ref, got['metrics'], SIZES):
         assert b['train/rows'] == a['train/rows'] == sum(sizes)
