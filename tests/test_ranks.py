@@ -1,6 +1,6 @@
 """`trainer_procs: 2` from the command line (started by `tba train`, or by torchrun; sharded or data parallel): the run's
 steps equal one process's, a checkpoint written on two ranks resumes on one, and a rank that is killed or hangs stops the run with its name (never a hang), after which `--resume` finishes it."""
-import json, signal, subprocess, sys, time
+import json, os, signal, subprocess, sys, time
 from pathlib import Path
 
 import psutil
@@ -82,3 +82,25 @@ def test_a_rank_that_dies_or_hangs_stops_the_run_by_name_and_resume_finishes_it(
     r = train('--resume', str(out), f'--steps={done + 2}', '--trainer_procs=2', '--no-progress')
     assert r.returncode == 0, r.stderr[-3000:]
     assert find_checkpoint(out).name == f'step_{done + 2:06d}'
+
+
+@pytest.mark.parametrize('procs', [1, 2])
+def test_ctrl_c_in_a_terminal_stops_every_process_quietly(tmp_path, procs):
+    """A terminal sends SIGINT to every process of the command: searcher workers and trainer ranks leave the stopping to
+    the run (before: each searcher worker printed a KeyboardInterrupt traceback). The step finishes, its checkpoint is
+    written with every rank, and nothing is left behind."""
+    out = tmp_path / 'run'
+    p = subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *TINY_CLI, '--steps=100000', f'--trainer_procs={procs}', f'--out_dir={out}'],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for_steps(out, 2, p)
+        kids = psutil.Process(p.pid).children(recursive=True)
+        assert len([c for c in kids if 'tba_kit.ranks' in ' '.join(c.cmdline())]) == procs - 1
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None: os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130 and 'Traceback' not in err and 'KeyboardInterrupt' not in err, err[-3000:]
+    assert 'checkpoint' in err and find_checkpoint(out).name == f"step_{rows(out)[-1]['train/step']:06d}"
+    time.sleep(1)
+    assert not [c for c in kids if c.is_running() and c.status() != psutil.STATUS_ZOMBIE], kids
