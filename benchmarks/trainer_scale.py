@@ -1,11 +1,11 @@
 """The sharded trainer on the main job's model: step seconds and memory per rank for 1 and 2 ranks (FSDP2, gloo on this
-CPU), beside the plain one-process Trainer, on one batch shaped like the main job's (4 prompts x 8 completions of its
+CPU) and for 2 data-parallel ranks (ddp: the whole policy on each), beside the plain one-process Trainer, on one batch shaped like the main job's (4 prompts x 8 completions of its
 task, VarGrad, fp32). Memory per rank is counted two ways: the bytes of the rank's training state (its shard of the
 weights and AdamW's two moments, kept between steps, plus gradients of the weights' size, alive during a step) and the process's peak resident memory (which adds
 activations, the gathered layer, the libraries). On 2 cores two ranks cannot be faster than one process; the point is
 what each rank holds. Writes benchmarks/results/trainer_scale.json.
 
-    python benchmarks/trainer_scale.py [--ranks 1 2] [--steps 3] [--rows 32] [--new_tokens 4]
+    python benchmarks/trainer_scale.py [--ranks 1 2] [--parallel fsdp ddp] [--steps 3] [--rows 32] [--new_tokens 4]
 """
 import argparse, json, os, resource, socket, statistics, time
 from datetime import timedelta
@@ -23,6 +23,7 @@ from tba_kit.tasks import encode_prompts, make_task
 from tba_kit.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
+KEY, NAME = {'fsdp': 'ranks_{}', 'ddp': 'ddp_ranks_{}'}, {'fsdp': 'ShardedTrainer (fsdp)', 'ddp': 'ReplicatedTrainer (ddp)'}
 
 
 def main_job_batch(cfg, tok, rows:int, new_tokens:int):
@@ -59,23 +60,23 @@ def build(cls, a):
         main_job_batch(cfg, tok, a.rows, a.new_tokens)
 
 
-def rank_main(rank, world, port, a, out):
-    from tba_kit.sharding import ShardedTrainer
+def rank_main(rank, world, port, a, out, parallel):
+    from tba_kit.ranks import PARALLEL
     torch.set_num_threads(max(1, a.threads // world))
     dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world, timeout=timedelta(seconds=600))
     try:
-        trainer, batch = build(ShardedTrainer, a)
+        trainer, batch = build(PARALLEL[parallel], a)
         res = measure(trainer, batch, a.steps)
         got = [None] * world; dist.all_gather_object(got, res)
         if rank == 0: Path(out).write_text(json.dumps(got))
     finally: dist.destroy_process_group()
 
 
-def sharded(world:int, a) -> list:
+def sharded(world:int, a, parallel:str) -> list:
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
-    out, ctx = ROOT / 'runs' / f'trainer_scale_{world}.json', mp.get_context('spawn')
+    out, ctx = ROOT / 'runs' / f'trainer_scale_{parallel}_{world}.json', mp.get_context('spawn')
     out.parent.mkdir(exist_ok=True)
-    procs = [ctx.Process(target=rank_main, args=(r, world, port, a, str(out))) for r in range(world)]
+    procs = [ctx.Process(target=rank_main, args=(r, world, port, a, str(out), parallel)) for r in range(world)]
     for p in procs: p.start()
     for p in procs: p.join()
     if any(p.exitcode for p in procs): raise SystemExit(f"a rank failed: exit codes {[p.exitcode for p in procs]}")
@@ -88,14 +89,15 @@ def main(a):
     res = {'config': a.config, 'rows': len(batch), 'tokens': int(batch.attention_mask.sum()), 'threads': a.threads,
            'cpu_capability': torch.backends.cpu.get_cpu_capability(), 'one_process': measure(trainer, batch, a.steps)}
     del trainer
-    for world in a.ranks: res[f'ranks_{world}'] = sharded(world, a)
+    runs = [(p, w) for p in a.parallel for w in a.ranks if p == 'fsdp' or w > 1]  # ddp on one rank is the plain trainer
+    for p, world in runs: res[KEY[p].format(world)] = sharded(world, a, p)
     print("| trainer | ranks | step seconds (median) | training state per rank: weights + grads + AdamW (MB) | peak RSS per rank (MB) |\n|---|---|---|---|---|")
     one = res['one_process']
     print(f"| Trainer | 1 process | {one['step_seconds_median']:.2f} | {one['total_mb']:.0f} | {one['peak_rss_mb']:.0f} |")
-    for world in a.ranks:
-        rs = res[f'ranks_{world}']
+    for p, world in runs:
+        rs = res[KEY[p].format(world)]
         per = lambda key: ' / '.join(f"{r[key]:.0f}" for r in rs)
-        print(f"| ShardedTrainer | {world} | {max(r['step_seconds_median'] for r in rs):.2f} | {per('total_mb')} | {per('peak_rss_mb')} |")
+        print(f"| {NAME[p]} | {world} | {max(r['step_seconds_median'] for r in rs):.2f} | {per('total_mb')} | {per('peak_rss_mb')} |")
     Path(a.out).write_text(json.dumps(res, indent=1))
     print(f"wrote {a.out}")
 
@@ -104,6 +106,7 @@ if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--config', default=str(ROOT / 'configs' / 'quickstart.yaml'))
     ap.add_argument('--ranks', type=int, nargs='+', default=[1, 2])
+    ap.add_argument('--parallel', nargs='+', default=['fsdp', 'ddp'], choices=['fsdp', 'ddp'])
     ap.add_argument('--steps', type=int, default=3)
     ap.add_argument('--rows', type=int, default=32)
     ap.add_argument('--new_tokens', type=int, default=4)
