@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/ranks.html.md"""
 
 # %% ../nbs/09f_ranks.ipynb #r2
 from __future__ import annotations
-import atexit, copy, os, pickle, signal, socket, subprocess, sys, time
+import atexit, copy, os, pickle, signal, socket, subprocess, sys, threading, time
 from datetime import timedelta
 
 import torch
@@ -20,7 +20,7 @@ from .sharding import ReplicatedTrainer, ShardedTrainer, full_state_dict, load_f
 # %% auto #0
 __all__ = ['PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'next_command', 'follow', 'exit_text', 'RankGroup',
            'RankError', 'step', 'state_dict', 'load_state_dict', 'set_lr', 'close', 'torchrun_rank', 'follow_torchrun',
-           'start_ranks', 'serve_rank', 'main']
+           'RankActor', 'RayRank', 'ray_followers', 'start_ranks', 'serve_rank', 'main']
 
 # %% ../nbs/09f_ranks.ipynb #r5
 def free_port() -> int:
@@ -97,7 +97,7 @@ def _fault(self:RankGroup, op:str, e:Exception) -> str:
         if dead := [(r, p) for r, p in enumerate(self.procs, 1) if p.poll() is not None]: break
         time.sleep(0.1)
     where = f"during '{op}' at step {self.trainer.step_count + (op == 'step')}"
-    if dead: who = '; '.join(f"trainer rank {r} (pid {p.pid}) {exit_text(p.returncode)}" for r, p in dead)
+    if dead: who = '; '.join(f"trainer rank {r} (pid {p.pid}) {p.ended() if hasattr(p, 'ended') else exit_text(p.returncode)}" for r, p in dead)
     elif 'timed out' in str(e).lower() or 'timeout' in str(e).lower(): who = f"a trainer rank did not answer within trainer_timeout ({self.timeout:g} s)"
     else: who = f"a collective of the trainer's ranks failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
     return f"{who} {where}"
@@ -172,6 +172,7 @@ def close(self:RankGroup):
     for p in self.procs:
         try: p.wait(timeout=0 if self.broken else 30)
         except subprocess.TimeoutExpired: p.kill(); p.wait()
+        if hasattr(p, 'release'): p.release()  # a Ray rank's placement group
     if dist.is_initialized(): dist.destroy_process_group()
 
 RankGroup.close = close
@@ -191,6 +192,58 @@ def follow_torchrun(cfg:Config):
     if cfg.trainer_procs != env['world']: raise ValueError(f"config field 'trainer_procs': {cfg.trainer_procs}, but torchrun started {env['world']} processes: set --trainer_procs={env['world']}")
     serve_rank(env['rank'], env['world'], env['host'], env['port'], rank_device(cfg.device, env['local']), cfg.trainer_timeout)
 
+# %% ../nbs/09f_ranks.ipynb #r51
+class RankActor:
+    "A follower rank in a Ray actor"
+    def where(self) -> dict: return dict(pid=os.getpid(), host=socket.gethostname())
+    def serve(self, rank:int, world:int, host:str, port:int, device:str, timeout:float, threads:int):
+        torch.set_num_threads(threads)
+        serve_rank(rank, world, host, port, device, timeout)
+
+# %% ../nbs/09f_ranks.ipynb #r52
+class RayRank:
+    "A follower's Ray actor seen as a process: `poll` (None while it serves), `wait`, `kill`, `pid`, and how it `ended`"
+    def __init__(self, ray, actor, ref, pid:int): self.ray, self.actor, self.ref, self.pid, self.error = ray, actor, ref, pid, None
+
+    def poll(self) -> int|None:
+        if not self.ray.wait([self.ref], timeout=0)[0]: return None
+        try: self.ray.get(self.ref); return 0
+        except Exception as e: self.error = e; return 1
+
+    def wait(self, timeout:float|None=None):
+        if not self.ray.wait([self.ref], timeout=timeout)[0]: raise subprocess.TimeoutExpired('ray actor', timeout)
+
+    def kill(self): self.ray.kill(self.actor)
+    def release(self):  # the placement group goes with the last rank
+        try: self.ray.util.remove_placement_group(self.pg)
+        except Exception: pass
+
+    def ended(self) -> str:
+        died = self.error is not None and 'ActorDied' in type(self.error).__name__
+        return "lost its Ray actor (killed, or its node went away)" if died else f"stopped ({type(self.error).__name__ if self.error else 'done'})"
+
+# %% ../nbs/09f_ranks.ipynb #r53
+def ray_followers(cfg:Config, port:int) -> tuple:
+    "Ranks 1.. as Ray actors in a placement group: (the address of rank 0's store, the followers as `RayRank`s)"
+    from tba_kit.ray_searcher import connect
+    ray = connect(cfg.ray_address)
+    from ray.util.placement_group import placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    world, threads, gpu = cfg.trainer_procs, max(1, cfg.trainer_threads // cfg.trainer_procs), cfg.device.startswith('cuda')
+    pg = placement_group([{'CPU': threads, **({'GPU': 1} if gpu else {})}] * (world - 1), strategy='PACK')
+    if not ray.wait([pg.ready()], timeout=cfg.trainer_timeout)[0]:
+        ray.util.remove_placement_group(pg)
+        raise RankError(f"config field 'trainer_procs': Ray found no room for {world - 1} trainer ranks of {threads} CPU(s){' and a GPU' if gpu else ''} "
+                           f"each within trainer_timeout ({cfg.trainer_timeout:g} s): add nodes, or lower trainer_procs or trainer_threads")
+    host, cls = ray.util.get_node_ip_address(), ray.remote(RankActor)
+    ranks = []
+    for r in range(1, world):
+        actor = cls.options(num_cpus=threads, num_gpus=1 if gpu else 0, scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=r - 1)).remote()
+        where = ray.get(actor.where.remote())
+        ranks.append(RayRank(ray, actor, actor.serve.remote(r, world, host, port, 'cuda' if gpu else 'cpu', cfg.trainer_timeout, threads), where['pid']))
+        ranks[-1].pg = pg
+    return host, ranks
+
 # %% ../nbs/09f_ranks.ipynb #r28
 def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGroup:
     "The trainer as `cfg.trainer_procs` ranks (started here, or by torchrun): `model` sharded (a copy of it on rank 0) and kept whole as the mirror"
@@ -198,6 +251,7 @@ def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGro
     if env := torchrun_rank():  # the other ranks run `tba train` too, as followers
         if env['world'] != world: raise ValueError(f"config field 'trainer_procs': {world}, but torchrun started {env['world']} processes: set --trainer_procs={env['world']}")
         host, port, serve = env['host'], env['port'], env['serve']
+    elif cfg.placement_name == 'ray': host, procs = ray_followers(cfg, port)
     elif cfg.device.startswith('cuda') and torch.cuda.device_count() < world + int(rank_device(cfg.device, 0).split(':')[1]):
         raise ValueError(f"config field 'trainer_procs': {world} ranks need {world} GPUs from {cfg.device}, this machine has {torch.cuda.device_count()}")
     else:
@@ -218,8 +272,9 @@ def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGro
 
 # %% ../nbs/09f_ranks.ipynb #r29
 def serve_rank(rank:int, world:int, host:str, port:int, device:str, timeout:float):
-    "A follower's life: join rank 0, build the policy and trainer it describes, follow its commands until it stops (or is gone)"
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is rank 0's: it finishes the step (with us), checkpoints, then stops us
+    "A follower's life: join rank 0, build the policy and trainer it describes, follow its commands until it stops (or is gone: a RuntimeError)"
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is rank 0's: it finishes the step (with us), checkpoints, then stops us
     store = join_ranks(rank, world, host, port, device, timeout, serve=False)
     try:
         policy, cls, objective, kw = pickle.loads(store.get('start'))
@@ -227,9 +282,6 @@ def serve_rank(rank:int, world:int, host:str, port:int, device:str, timeout:floa
         trainer = cls(model, objective, **kw)
         load_full_state_dict(trainer.model, {})
         follow(trainer, store)
-    except RuntimeError as e:  # rank 0 is gone (its process ended) or a collective timed out: rank 0 reports it
-        print(f"tba_kit: trainer rank {rank} stops: {' '.join(str(e).split())[:200]}", file=sys.stderr, flush=True)
-        sys.exit(1)
     finally:
         if dist.is_initialized(): dist.destroy_process_group()
 
@@ -238,6 +290,9 @@ def main(argv:list|None=None):
     "A follower started by `start_ranks`: `python -m tba_kit.ranks RANK WORLD PORT DEVICE TIMEOUT THREADS`"
     rank, world, port, device, timeout, threads = argv or sys.argv[1:]
     torch.set_num_threads(int(threads))
-    serve_rank(int(rank), int(world), '127.0.0.1', int(port), device, float(timeout))
+    try: serve_rank(int(rank), int(world), '127.0.0.1', int(port), device, float(timeout))
+    except RuntimeError as e:  # rank 0 is gone (its process ended) or a collective timed out: rank 0 reports it
+        print(f"tba_kit: trainer rank {rank} stops: {' '.join(str(e).split())[:200]}", file=sys.stderr, flush=True)
+        sys.exit(1)
 
 if __name__ == '__main__' and not hasattr(sys, 'ps1') and 'ipykernel' not in sys.modules: main()

@@ -176,3 +176,29 @@ def test_trainer_sigkill_and_resume_with_ray(nodes, tmp_path):
     while ray.available_resources().get('CPU', 0) < NODES:
         assert time.monotonic() - t < 60, f"searcher actors still hold CPUs: {ray.available_resources()}"
         time.sleep(0.5)
+
+
+def test_trainer_ranks_are_ray_actors_in_a_placement_group_and_one_lost_stops_the_run(nodes, tmp_path):
+    "placement: ray with trainer_procs: 2: rank 1 is an actor in a placement group, the steps equal one process's; its actor killed mid-run stops the run by name"
+    from tba_kit.ranks import RankError, RayRank
+    runs = {}
+    for name, procs in [('one', 1), ('two', 2)]:
+        runs[name] = run = tiny_run(tmp_path / name, mode='sync', searchers=1, steps=3, seed=1, trainer_procs=procs)
+        if procs == 2:
+            (rank1,) = run.trainer.procs
+            assert isinstance(rank1, RayRank) and rank1.pid != os.getpid() and ray.util.placement_group_table(rank1.pg)['state'] == 'CREATED'
+        asyncio.run(run())
+    rows = {n: [json.loads(l) for l in open(r.out / 'metrics.jsonl')] for n, r in runs.items()}
+    assert [r['train/step'] for r in rows['two']] == [1, 2, 3]
+    for a, b in zip(rows['one'], rows['two']):
+        for k in ('loss/tb', 'train/grad_norm'): assert b[k] == pytest.approx(a[k], rel=1e-5, abs=1e-5), (a['train/step'], k)
+    assert ray.util.placement_group_table(rank1.pg)['state'] == 'REMOVED'  # released with the run
+
+    run = tiny_run(tmp_path / 'killed', trainer_procs=2, steps=100000, checkpoint_every=1)
+    async def kill_rank_1():
+        task = asyncio.ensure_future(run())
+        await at_step(run, 2)
+        ray.kill(run.trainer.procs[0].actor)
+        with pytest.raises(RankError, match=r"trainer rank 1 \(pid \d+\) lost its Ray actor .* during '\w+' at step"): await asyncio.wait_for(task, 120)
+    asyncio.run(kill_rank_1())
+    assert find_checkpoint(run.out).name >= 'step_000001'  # the last periodic checkpoint (the one in flight may fail): --resume continues from it
