@@ -7,7 +7,7 @@ what each rank holds. Writes benchmarks/results/trainer_scale.json.
 
     python benchmarks/trainer_scale.py [--ranks 1 2] [--parallel fsdp ddp] [--steps 3] [--rows 32] [--new_tokens 4]
 """
-import argparse, json, os, resource, socket, statistics, time
+import argparse, json, os, socket, statistics, time
 from datetime import timedelta
 from pathlib import Path
 
@@ -50,7 +50,12 @@ def measure(trainer, batch, steps:int) -> dict:
     for _ in range(steps):
         t = time.perf_counter(); trainer.step(batch); secs.append(time.perf_counter() - t)
     return {'step_seconds': secs, 'step_seconds_median': statistics.median(secs[1:] or secs), **held_bytes(trainer),
-            'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            'peak_rss_mb': peak_rss_mb()}
+
+
+def peak_rss_mb() -> float:
+    "This process's peak resident memory (VmHWM: its own address space's high-water mark; `ru_maxrss` of a spawned rank would start at its parent's)"
+    return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')) / 1024
 
 
 def build(cls, a):

@@ -128,9 +128,9 @@ async def eval_held_out(self:Run, sampled:bool=False) -> dict:  # sampled: also 
         self.status(f"{what}: {done} of {n} {phases[phase]}" if phase in phases else f"{what}: {phase} {done} of {n}")  # else the task's phase
     self.status(f"{what}: 0 of {len(self.task.prompts('test')[:self.cfg.eval_limit])} held-out problems", new=True)
     try:
-        res = await asyncio.to_thread(evaluate_policy, self.trainer.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens,
-                                      self.cfg.eval_batch_size, self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples,
-                                      self.cfg.logprob_temp, progress, self.cfg.eval_samples if sampled else 0)
+        res = await asyncio.to_thread(lambda: evaluate_policy(  # trainer.model: with ranks, gathered in the worker thread
+            self.trainer.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens, self.cfg.eval_batch_size, self.cfg.eval_limit,
+            self.eval_ref, self.cfg.eval_kl_samples, self.cfg.logprob_temp, progress, self.cfg.eval_samples if sampled else 0))
     finally:
         self.status.done()
         self.pool.searching.set()
@@ -312,7 +312,10 @@ def save_on_exit(self:Run):
 # %% ../nbs/10_loop.ipynb #e1020dd3
 @patch
 async def __call__(self:Run, resume:str|Path|None=None) -> RunSummary:
-    with RunLock(self.out): return await self._locked(resume)
+    try:
+        with RunLock(self.out): return await self._locked(resume)
+    finally:
+        if hasattr(self.trainer, 'close'): self.trainer.close()  # the trainer's other ranks, also when a resume failed
 
 @patch
 async def _locked(self:Run, resume) -> RunSummary:
@@ -339,7 +342,6 @@ async def _locked(self:Run, resume) -> RunSummary:
         self.status.close()
         self.log.close()
         if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
-        if hasattr(self.trainer, 'close'): self.trainer.close()  # the trainer's other ranks
 
 # %% ../nbs/10_loop.ipynb #d7d92f8a
 @patch

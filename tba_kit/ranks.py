@@ -16,11 +16,12 @@ from torch import nn
 from .build import make_policy
 from .config import Config
 from .sharding import ReplicatedTrainer, ShardedTrainer, full_state_dict, load_full_state_dict
+from .trainer import StepRefused
 
 # %% auto #0
-__all__ = ['PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'next_command', 'follow', 'exit_text', 'RankGroup',
-           'RankError', 'step', 'state_dict', 'load_state_dict', 'set_lr', 'close', 'torchrun_rank', 'follow_torchrun',
-           'RankActor', 'RayRank', 'ray_followers', 'start_ranks', 'serve_rank', 'main']
+__all__ = ['PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'wait_joined', 'next_command', 'follow', 'exit_text',
+           'RankGroup', 'RankError', 'step', 'state_dict', 'load_state_dict', 'set_lr', 'close', 'torchrun_rank',
+           'follow_torchrun', 'RankActor', 'RayRank', 'ray_followers', 'start_ranks', 'serve_rank', 'main']
 
 # %% ../nbs/09f_ranks.ipynb #r5
 def free_port() -> int:
@@ -33,14 +34,27 @@ def rank_device(device:str, rank:int) -> str:
     if not device.startswith('cuda'): return device
     return f"cuda:{(int(device.split(':')[1]) if ':' in device else 0) + rank}"
 
-# %% ../nbs/09f_ranks.ipynb #r10
-def join_ranks(rank:int, world:int, host:str, port:int, device:str, timeout:float, serve:bool) -> dist.Store:
+# %% ../nbs/09f_ranks.ipynb #r60
+def join_ranks(rank:int, world:int, host:str, port:int, device:str, timeout:float, serve:bool, procs:list=()) -> dist.Store:
     "Join the trainer's process group through the store at `host:port` (`serve`: this process serves it); its collectives fail after `timeout` s. Returns the commands' store"
     backend = 'nccl' if device.startswith('cuda') else 'gloo'
     if backend == 'nccl': torch.cuda.set_device(device)
-    store = dist.TCPStore(host, port, world, is_master=serve, timeout=timedelta(seconds=timeout))
-    dist.init_process_group(backend, store=dist.PrefixStore('group', store), rank=rank, world_size=world, timeout=timedelta(seconds=timeout))
-    return dist.PrefixStore('tba_kit', store)
+    store = dist.TCPStore(host, port, world, is_master=serve, timeout=timedelta(seconds=timeout), wait_for_workers=False)
+    run = f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"  # a torchrun restart starts afresh in the same store
+    if rank: store.set(f'{run}joined/{rank}', b'1')
+    else: wait_joined(store, run, procs, timeout)
+    dist.init_process_group(backend, store=dist.PrefixStore(run + 'group', store), rank=rank, world_size=world, timeout=timedelta(seconds=timeout))
+    return dist.PrefixStore(run + 'tba_kit', store)
+
+# %% ../nbs/09f_ranks.ipynb #r10
+def wait_joined(store:dist.Store, run:str, procs:list, timeout:float):
+    "Wait until the followers `procs` (ranks 1..) have reached the store; one that ended before (an import error, a bad device) is named at once"
+    t = time.monotonic()
+    for r, p in enumerate(procs, 1):
+        while not store.check([f'{run}joined/{r}']):
+            if p.poll() is not None: raise RankError(f"trainer rank {r} (pid {p.pid}) {p.ended() if hasattr(p, 'ended') else exit_text(p.returncode)} before joining rank 0: its error is above")
+            if time.monotonic() - t > timeout: raise RankError(f"trainer rank {r} (pid {p.pid}) did not join rank 0 within trainer_timeout ({timeout:g} s)")
+            time.sleep(0.05)
 
 # %% ../nbs/09f_ranks.ipynb #r12
 PARALLEL = {'fsdp': ShardedTrainer, 'ddp': ReplicatedTrainer}  # trainer_parallel: what each rank is
@@ -65,7 +79,7 @@ def follow(trainer:ShardedTrainer, store:dist.TCPStore):
         op, args = next_command(store, n, trainer.world)
         if op == 'stop': return
         try: OPS[op](trainer, *args)
-        except ValueError: pass  # a refused step: every rank refused it alike (the loss and norm are reduced), rank 0 says why
+        except StepRefused: pass  # every rank refused it alike (the batch's log-rewards, or the reduced loss and norm): rank 0 says why
 
 # %% ../nbs/09f_ranks.ipynb #r15
 def exit_text(returncode:int) -> str:
@@ -81,9 +95,14 @@ class RankGroup:
     def __init__(self, trainer:ShardedTrainer, mirror:nn.Module, procs:list, store:dist.TCPStore, timeout:float, out_dir:str='<out_dir>'):
         self.trainer, self.mirror, self.procs, self.store, self.timeout, self.out_dir = trainer, mirror, procs, store, timeout, out_dir
         self.fresh, self.broken, self.closed, self.posted, self.gathering = True, None, False, 0, 0.
+        self.lock = threading.Lock()  # one command at a time, whichever thread sends it
         atexit.register(self.close)  # the followers never outlive this process
 
-    def __getattr__(self, name): return getattr(self.__dict__['trainer'], name)  # step_count, version, ref, objective, ...
+    READS = ('step_count', 'version', 'ref', 'objective', 'device', 'precision', 'total_steps')  # rank 0's trainer's, read-only
+
+    def __getattr__(self, name):
+        if name not in RankGroup.READS: raise AttributeError(f"RankGroup has no attribute {name!r} (rank 0's trainer lends it {RankGroup.READS})")
+        return getattr(self.__dict__['trainer'], name)
 
     def __repr__(self): return f"RankGroup({len(self.procs) + 1} ranks, {self.trainer!r})"
 
@@ -114,16 +133,19 @@ RankGroup._post = _post
 # %% ../nbs/09f_ranks.ipynb #r21
 def _all(self:RankGroup, op:str, *args, followers:tuple|None=None):
     "Run the command `op` on every rank (`followers`: their arguments, if not `args`); rank 0's result"
-    if self.broken or self.closed: raise RankError(f"the trainer's ranks were stopped ({self.broken or 'the run that held them ended'})")
-    try:
-        self._post(op, args if followers is None else followers)
-        return OPS[op](self.trainer, *args)
-    except ValueError: raise
-    except Exception as e:
-        self.broken = self._fault(op, e)
-        self.close()
-        raise RankError(f"{self.broken}: the trainer's ranks were stopped. Continue from the last checkpoint with "
-                        f"`tba train --resume {self.out_dir}` (with any trainer_procs)") from e
+    with self.lock:
+        if self.broken or self.closed: raise RankError(f"the trainer's ranks were stopped ({self.broken or 'the run that held them ended'})")
+        try:
+            self._post(op, args if followers is None else followers)
+            return OPS[op](self.trainer, *args)
+        except StepRefused: raise  # every rank refused it: the group goes on
+        except BaseException as e:  # the followers may be inside a collective that rank 0 left: the group is over
+            ours = not isinstance(e, RuntimeError)  # collectives fail with RuntimeError; anything else is rank 0's own (a bug, an interrupt)
+            self.broken = f"rank 0 failed during '{op}' ({type(e).__name__})" if ours else self._fault(op, e)
+            self.close()
+            if ours: raise  # rank 0's own error (a bug, out of memory, an interrupt), with its traceback
+            raise RankError(f"{self.broken}: the trainer's ranks were stopped. Continue from the last checkpoint with "
+                            f"`tba train --resume {self.out_dir}` (with any trainer_procs)") from e
 
 RankGroup._all = _all
 
@@ -166,6 +188,7 @@ def close(self:RankGroup):
     "Stop the followers and leave the process group: at the end of a run, after a fault, at exit"
     if self.closed: return
     self.closed = True
+    atexit.unregister(self.close)
     if not self.broken:
         try: self._post('stop', ())
         except Exception: pass  # a follower that is gone is killed below
@@ -253,19 +276,19 @@ def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGro
         host, port, serve = env['host'], env['port'], env['serve']
     elif cfg.placement_name == 'ray': host, procs = ray_followers(cfg, port)
     elif cfg.device.startswith('cuda') and torch.cuda.device_count() < world + int(rank_device(cfg.device, 0).split(':')[1]):
-        raise ValueError(f"config field 'trainer_procs': {world} ranks need {world} GPUs from {cfg.device}, this machine has {torch.cuda.device_count()}")
+        raise ValueError(f"config field 'trainer_procs': {world} ranks need GPUs {rank_device(cfg.device, 0)} to {rank_device(cfg.device, world - 1)}, this machine has {torch.cuda.device_count()} GPU(s)")
     else:
         threads = max(1, cfg.trainer_threads // world)
         procs = [subprocess.Popen([sys.executable, '-m', 'tba_kit.ranks', str(r), str(world), str(port), rank_device(cfg.device, r), str(cfg.trainer_timeout), str(threads)])
                  for r in range(1, world)]
     try:
-        store = join_ranks(0, world, host, port, rank_device(cfg.device, 0), cfg.trainer_timeout, serve)
+        store = join_ranks(0, world, host, port, rank_device(cfg.device, 0), cfg.trainer_timeout, serve, procs)
         cls = PARALLEL[cfg.trainer_parallel]
         store.set('start', pickle.dumps((dict(model=cfg.model, lora=cfg.lora, precision=cfg.precision, seed=cfg.seed), cls, objective, trainer_kw)))
         trainer = cls(copy.deepcopy(model), objective, **trainer_kw)
         load_full_state_dict(trainer.model, model.state_dict())
     except BaseException:
-        for p in procs: p.kill()
+        for p in procs: p.kill(); p.wait()
         if dist.is_initialized(): dist.destroy_process_group()
         raise
     return RankGroup(trainer, model, procs, store, cfg.trainer_timeout, cfg.out_dir)

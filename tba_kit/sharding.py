@@ -48,6 +48,8 @@ class ShardedTrainer(Trainer):
     "A `Trainer` that is one rank of the default process group: its policy sharded with FSDP2, its share of each batch whole prompt groups"
     def __init__(self, model:nn.Module, objective, *, ref_model:nn.Module|str|None=None, **kw):  # the rest as `Trainer`'s, by name
         if not dist.is_initialized(): raise RuntimeError("ShardedTrainer needs a process group: call torch.distributed.init_process_group first (gloo on CPUs, nccl on GPUs)")
+        if type(getattr(objective, 'log_z', None)).__name__ == 'TableLogZ':  # its rows follow the prompts each rank sees: they would differ between ranks
+            raise ValueError("a per-prompt log Z table (TableLogZ) cannot be split over trainer ranks: use the default ScalarLogZ or HeadLogZ, or trainer_procs: 1")
         if kw.get('precision', 'bf16-mixed') == 'bf16': model.to(torch.bfloat16)
         else: model.float()  # the dtype is set before sharding: FSDP keeps the one it was given
         if ref_model == 'copy': ref_model = copy.deepcopy(model).eval().requires_grad_(False)  # a whole reference on every rank
@@ -115,10 +117,20 @@ def state_dict(self:ShardedTrainer) -> dict:
     return {**Trainer.state_dict(self), 'optimizer': opt}
 
 # %% ../nbs/08a_sharding.ipynb #694717ae
+def _by_name(trainer:Trainer, opt:dict) -> dict:
+    "AdamW's state keyed by parameter name: a one-process `Trainer` saves it by position (0, 1, ...), in the order of `trainer.optimizer`'s groups"
+    saved = [i for g in opt['param_groups'] for i in g['params']]
+    if not saved or isinstance(saved[0], str): return opt
+    names = {id(p): n for n, p in _named(trainer).named_parameters()}
+    mine = [names[id(p)] for g in trainer.optimizer.param_groups for p in g['params']]
+    if len(saved) != len(mine): raise ValueError(f"the checkpoint's optimizer state holds {len(saved)} parameters, this trainer has {len(mine)}: it was saved with another model or objective")
+    name = dict(zip(saved, mine))
+    return {'state': {name[i]: s for i, s in opt['state'].items()}, 'param_groups': [{**g, 'params': [name[i] for i in g['params']]} for g in opt['param_groups']]}
+
 @patch
 def load_state_dict(self:ShardedTrainer, state:dict):
     "Resume from a gathered `state_dict` saved on any number of ranks (every rank passes it; AdamW's state is read from rank 0's and sharded)"
     from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict, StateDictOptions
-    set_optimizer_state_dict(_named(self), self.optimizer, state['optimizer'] if self.rank == 0 else {},
+    set_optimizer_state_dict(_named(self), self.optimizer, _by_name(self, state['optimizer']) if self.rank == 0 else {},
                              options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
     Trainer.load_state_dict(self, {**state, 'optimizer': self.optimizer.state_dict()})  # the rest as one process does

@@ -18,7 +18,7 @@ from .models import require
 from .objectives import Objective
 
 # %% auto #0
-__all__ = ['select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer', 'clock_step']
+__all__ = ['select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer', 'StepRefused', 'clock_step']
 
 # %% ../nbs/08_trainer.ipynb #04699f16
 def select_rows(batch:Batch, rows:list) -> Batch:
@@ -225,6 +225,9 @@ def step(self:Trainer, batch:Batch,
     return metrics
 
 # %% ../nbs/08_trainer.ipynb #6ecf98a9
+class StepRefused(ValueError):
+    "A step refused before it changed any weight (the batch's log-rewards): it depends only on the batch, so every rank of a sharded trainer refuses it alike"
+
 @patch
 def _check_resolution(self:Trainer, batch:Batch, nats:float=0.05):
     "Refuse a batch whose log-rewards (reward / beta) are so large that float32 resolves them only to more than `nats`: the log-probs beside them would vanish and the loss train on nothing"
@@ -232,7 +235,7 @@ def _check_resolution(self:Trainer, batch:Batch, nats:float=0.05):
     if not beta: return
     top = float(batch.rewards.abs().max()) / beta
     if top * 2 ** -23 > nats:  # float32 spacing at `top`
-        raise ValueError(f"step {self.step_count + 1}: rewards up to {float(batch.rewards.abs().max()):.3g} divided by beta {beta:.3g} give log-rewards of "
+        raise StepRefused(f"step {self.step_count + 1}: rewards up to {float(batch.rewards.abs().max()):.3g} divided by beta {beta:.3g} give log-rewards of "
                          f"{top:.3g}, which float32 resolves only to {top * 2 ** -23:.3g} nats, so the step was refused (weights unchanged): "
                          f"the log-probs would vanish beside them. Scale the reward function down (|reward| / beta below {nats * 2 ** 23:.3g}) or raise beta")
 
@@ -242,7 +245,7 @@ def _refuse(self:Trainer, batch:Batch, loss:float, grad_norm:float):
     "Leave the weights as they are and say why: an overflowing loss would write inf / nan into every weight"
     self.optimizer.zero_grad(set_to_none=True)
     r = batch.rewards.float()
-    raise ValueError(f"step {self.step_count + 1}: the loss is {loss:.3g} and the gradient norm {grad_norm:.3g}, so the step was refused "
+    raise StepRefused(f"step {self.step_count + 1}: the loss is {loss:.3g} and the gradient norm {grad_norm:.3g}, so the step was refused "
                      f"(weights unchanged). The batch's rewards span [{r.min():.3g}, {r.max():.3g}]: log-rewards (reward / beta) this "
                      "large overflow float32; scale the reward function down or raise beta")
 

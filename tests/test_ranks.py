@@ -1,5 +1,5 @@
 """`trainer_procs: 2` from the command line (started by `tba train`, or by torchrun; sharded or data parallel): the run's
-steps equal one process's, a checkpoint written on two ranks resumes on one, and a rank that is killed or hangs stops the run with its name (never a hang), after which `--resume` finishes it."""
+steps equal one process's, a checkpoint written on two ranks resumes on one and one written by one process on two, and a rank that is killed or hangs stops the run with its name (never a hang), after which `--resume` finishes it."""
 import json, os, signal, subprocess, sys, time
 from pathlib import Path
 
@@ -52,6 +52,11 @@ def test_two_ranks_equal_one_process_and_resume_on_one(tmp_path):
     r = train('--resume', str(split), '--steps=3', '--trainer_procs=1', '--no-progress')  # written on two ranks, resumed on one
     assert r.returncode == 0, r.stderr[-3000:]
     assert_same_run(one, split)
+    back = tmp_path / 'back'  # written by one process (AdamW's state keyed by position), resumed on two ranks
+    for args in ([*SYNC, '--steps=2', f'--out_dir={back}'], ['--resume', str(back), '--steps=3', '--trainer_procs=2', '--no-progress']):
+        r = train(*args)
+        assert r.returncode == 0, r.stderr[-3000:]
+    assert_same_run(one, back)
 
 
 def followers(p) -> list:

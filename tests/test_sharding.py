@@ -109,12 +109,16 @@ def spawn(target, world, *args):
     assert [p.exitcode for p in procs] == [0] * world, f"a rank failed or hung: exit codes {[p.exitcode for p in procs]}"
 
 
-@pytest.mark.parametrize('before,after', [(2, 1), (1, 2)])
+@pytest.mark.parametrize('before,after', [(2, 1), (1, 2), (0, 2)])
 def test_a_checkpoint_resumes_on_another_number_of_ranks(before, after, tmp_path):
-    "Two steps on `before` ranks, saved gathered, one more on `after` ranks: the weights, log Z and AdamW's moments of one process's three steps"
+    "Two steps on `before` ranks (0: a one-process Trainer, its AdamW state keyed by position), saved gathered, one more on `after` ranks: the weights, log Z and AdamW's moments of one process's three steps"
     one = make(Trainer, 'tb')
     for s in range(STEPS): one.step(batch_of(s))
-    spawn(rank_resume, before, 'tb', None, tmp_path / 'a.pt', range(STEPS - 1))
+    if before: spawn(rank_resume, before, 'tb', None, tmp_path / 'a.pt', range(STEPS - 1))
+    else:
+        plain = make(Trainer, 'tb')
+        for s in range(STEPS - 1): plain.step(batch_of(s))
+        torch.save({'weights': plain.model.state_dict(), 'trainer': plain.state_dict()}, tmp_path / 'a.pt')
     spawn(rank_resume, after, 'tb', tmp_path / 'a.pt', tmp_path / 'b.pt', range(STEPS - 1, STEPS))
     got = torch.load(tmp_path / 'b.pt', weights_only=False)
     for k, v in one.model.state_dict().items(): torch.testing.assert_close(got['weights'][k], v, rtol=1e-5, atol=1e-5, msg=lambda m: f"weight {k}: {m}")
