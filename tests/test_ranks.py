@@ -109,3 +109,18 @@ def test_ctrl_c_in_a_terminal_stops_every_process_quietly(tmp_path, procs):
     assert 'checkpoint' in err and find_checkpoint(out).name == f"step_{rows(out)[-1]['train/step']:06d}"
     time.sleep(1)
     assert not [c for c in kids if c.is_running() and c.status() != psutil.STATUS_ZOMBIE], kids
+
+
+def test_a_follower_that_fails_before_joining_is_named_at_once(monkeypatch):
+    "Rank 0 waits for each follower's key in the store and watches its process meanwhile: no wait of trainer_timeout"
+    import torch.distributed as dist
+    import tba_kit.ranks as R
+    from tba_kit.config import Config
+    from tba_kit.objectives import ScalarLogZ, TrajectoryBalance
+    real = subprocess.Popen
+    monkeypatch.setattr(subprocess, 'Popen', lambda args, **kw: real([sys.executable, '-c', 'import sys; sys.exit(3)']))  # a follower that fails at import
+    t = time.monotonic()
+    with pytest.raises(R.RankError, match=r"trainer rank 1 \(pid \d+\) exited with code 3 before joining rank 0"):
+        R.start_ranks(Config(model='tiny', trainer_procs=2, precision='fp32', trainer_timeout=120), tiny_model()[0],
+                      TrajectoryBalance(0.5, ScalarLogZ(0.), 1e-2), lr=1e-3, precision='fp32')
+    assert time.monotonic() - t < 30 and not dist.is_initialized()
