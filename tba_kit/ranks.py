@@ -10,6 +10,7 @@ import atexit, copy, os, pickle, signal, socket, subprocess, sys, threading, tim
 from datetime import timedelta
 
 import torch
+from fastcore.basics import patch
 import torch.distributed as dist
 from torch import nn
 
@@ -20,8 +21,8 @@ from .trainer import StepRefused
 
 # %% auto #0
 __all__ = ['PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'wait_joined', 'next_command', 'follow', 'exit_text',
-           'RankGroup', 'RankError', 'step', 'state_dict', 'load_state_dict', 'set_lr', 'close', 'torchrun_rank',
-           'follow_torchrun', 'RankActor', 'RayRank', 'ray_followers', 'start_ranks', 'serve_rank', 'main']
+           'RankGroup', 'RankError', 'torchrun_rank', 'follow_torchrun', 'RankActor', 'RayRank', 'ray_followers',
+           'start_ranks', 'serve_rank', 'main']
 
 # %% ../nbs/09f_ranks.ipynb #r5
 def free_port() -> int:
@@ -73,6 +74,7 @@ def next_command(store:dist.TCPStore, n:int, world:int, poll:float=0.01) -> tupl
     if store.add(f'read/{n}', 1) == world - 1: store.delete_key(key); store.delete_key(f'read/{n}')
     return op
 
+# %% ../nbs/09f_ranks.ipynb #r90
 def follow(trainer:ShardedTrainer, store:dist.TCPStore):
     "A follower's life: run every command rank 0 posts in `store` until 'stop'"
     for n in range(1, 1 << 62):
@@ -106,10 +108,12 @@ class RankGroup:
 
     def __repr__(self): return f"RankGroup({len(self.procs) + 1} ranks, {self.trainer!r})"
 
-# %% ../nbs/09f_ranks.ipynb #r19
+# %% ../nbs/09f_ranks.ipynb #r80
 class RankError(RuntimeError):
     "The trainer's ranks stopped: one died or hung (the message names it), so the run stops"
 
+# %% ../nbs/09f_ranks.ipynb #r81
+@patch
 def _fault(self:RankGroup, op:str, e:Exception) -> str:
     "Why the command `op` failed, naming the rank: one that died, or none answering within the timeout"
     for _ in range(50):  # a rank that died is reaped a moment after its connection broke
@@ -121,16 +125,15 @@ def _fault(self:RankGroup, op:str, e:Exception) -> str:
     else: who = f"a collective of the trainer's ranks failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
     return f"{who} {where}"
 
-RankGroup._fault = _fault
-
+# %% ../nbs/09f_ranks.ipynb #r82
+@patch
 def _post(self:RankGroup, op:str, args:tuple):
     "Post command `op` for the followers"
     self.posted += 1
     self.store.set(f'cmd/{self.posted}', pickle.dumps((op, args)))
 
-RankGroup._post = _post
-
 # %% ../nbs/09f_ranks.ipynb #r21
+@patch
 def _all(self:RankGroup, op:str, *args, followers:tuple|None=None):
     "Run the command `op` on every rank (`followers`: their arguments, if not `args`); rank 0's result"
     with self.lock:
@@ -147,19 +150,17 @@ def _all(self:RankGroup, op:str, *args, followers:tuple|None=None):
             raise RankError(f"{self.broken}: the trainer's ranks were stopped. Continue from the last checkpoint with "
                             f"`tba train --resume {self.out_dir}` (with any trainer_procs)") from e
 
-RankGroup._all = _all
-
 # %% ../nbs/09f_ranks.ipynb #r22
+@patch
 def step(self:RankGroup, batch, progress:float|None=None) -> dict:
     "One step of every rank on `batch` (each trains its whole groups); the metrics, over all ranks, and the seconds spent gathering since the last step"
     m = {**self._all('step', batch, progress), 'trainer/gather_seconds': self.gathering}
     self.fresh, self.gathering = False, 0.
     return m
 
-RankGroup.step = step
-
 # %% ../nbs/09f_ranks.ipynb #r23
-def _model(self:RankGroup) -> nn.Module:
+@patch(as_prop=True)
+def model(self:RankGroup) -> nn.Module:
     "The whole policy, gathered from the shards if a step changed them since the last gather"
     if not self.fresh:
         t = time.perf_counter()
@@ -167,23 +168,25 @@ def _model(self:RankGroup) -> nn.Module:
         self.fresh, self.gathering = True, self.gathering + time.perf_counter() - t
     return self.mirror
 
-RankGroup.model = property(_model)
-
-# %% ../nbs/09f_ranks.ipynb #r25
+# %% ../nbs/09f_ranks.ipynb #r70
+@patch
 def state_dict(self:RankGroup) -> dict:
     "What a checkpoint keeps of the trainer, gathered on rank 0 (the policy's weights are `model`'s)"
     return self._all('state')
 
+# %% ../nbs/09f_ranks.ipynb #r71
+@patch
 def load_state_dict(self:RankGroup, state:dict):
     "Resume: the mirror's weights (loaded first) into the shards, then the optimizer, schedule, log Z and step on every rank"
     self._all('load', self.mirror.state_dict(), state, followers=({}, {**state, 'optimizer': None}))  # AdamW's state is read on rank 0
     self.fresh = True
 
+# %% ../nbs/09f_ranks.ipynb #r72
+@patch
 def set_lr(self:RankGroup, lr:float): self._all('set_lr', lr)
 
-RankGroup.state_dict, RankGroup.load_state_dict, RankGroup.set_lr = state_dict, load_state_dict, set_lr
-
 # %% ../nbs/09f_ranks.ipynb #r26
+@patch
 def close(self:RankGroup):
     "Stop the followers and leave the process group: at the end of a run, after a fault, at exit"
     if self.closed: return
@@ -198,21 +201,20 @@ def close(self:RankGroup):
         if hasattr(p, 'release'): p.release()  # a Ray rank's placement group
     if dist.is_initialized(): dist.destroy_process_group()
 
-RankGroup.close = close
-
 # %% ../nbs/09f_ranks.ipynb #r41
-def torchrun_rank() -> dict|None:
-    "Where torchrun put this process: rank, world, local rank and its store (None: torchrun did not start it)"
+def torchrun_rank(cfg:Config|None=None) -> dict|None:
+    "Where torchrun put this process: rank, world, local rank and its store (None: torchrun did not start it); `cfg`'s trainer_procs must be torchrun's world"
     e = os.environ
     if 'TORCHELASTIC_RUN_ID' not in e: return None
+    if cfg is not None and cfg.trainer_procs != int(e['WORLD_SIZE']):
+        raise ValueError(f"config field 'trainer_procs': {cfg.trainer_procs}, but torchrun started {e['WORLD_SIZE']} processes: set --trainer_procs={e['WORLD_SIZE']}")
     return dict(rank=int(e['RANK']), world=int(e['WORLD_SIZE']), local=int(e['LOCAL_RANK']), host=e['MASTER_ADDR'], port=int(e['MASTER_PORT']),
                 serve=e.get('TORCHELASTIC_USE_AGENT_STORE') != 'True' and e['RANK'] == '0')  # torchrun's agent serves the store
 
 # %% ../nbs/09f_ranks.ipynb #r42
 def follow_torchrun(cfg:Config):
     "`tba train` on a rank > 0 that torchrun started: a follower of rank 0, on the GPU of its local rank"
-    env = torchrun_rank()
-    if cfg.trainer_procs != env['world']: raise ValueError(f"config field 'trainer_procs': {cfg.trainer_procs}, but torchrun started {env['world']} processes: set --trainer_procs={env['world']}")
+    env = torchrun_rank(cfg)
     serve_rank(env['rank'], env['world'], env['host'], env['port'], rank_device(cfg.device, env['local']), cfg.trainer_timeout)
 
 # %% ../nbs/09f_ranks.ipynb #r51
@@ -271,8 +273,7 @@ def ray_followers(cfg:Config, port:int) -> tuple:
 def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGroup:
     "The trainer as `cfg.trainer_procs` ranks (started here, or by torchrun): `model` sharded (a copy of it on rank 0) and kept whole as the mirror"
     world, host, port, serve, procs = cfg.trainer_procs, '127.0.0.1', free_port(), True, []
-    if env := torchrun_rank():  # the other ranks run `tba train` too, as followers
-        if env['world'] != world: raise ValueError(f"config field 'trainer_procs': {world}, but torchrun started {env['world']} processes: set --trainer_procs={env['world']}")
+    if env := torchrun_rank(cfg):  # the other ranks run `tba train` too, as followers
         host, port, serve = env['host'], env['port'], env['serve']
     elif cfg.placement_name == 'ray': host, procs = ray_followers(cfg, port)
     elif cfg.device.startswith('cuda') and torch.cuda.device_count() < world + int(rank_device(cfg.device, 0).split(':')[1]):

@@ -1,5 +1,4 @@
 "The sharded trainer on two CPU ranks (gloo) equals one process: same loss, gradient norm, weights and log Z, step after step."
-import socket
 from datetime import timedelta
 
 import pytest
@@ -10,6 +9,7 @@ import torch.multiprocessing as mp
 from tba_kit.core import Trajectory, collate
 from tba_kit.models import tiny_model
 from tba_kit.objectives import PPO, ScalarLogZ, TrajectoryBalance, VarGrad
+from tba_kit.ranks import free_port
 from tba_kit.trainer import Trainer
 
 STEPS = 3
@@ -56,10 +56,6 @@ def rank_main(rank, world, port, name, out, parallel):
         res = state(t, full_state_dict(t.model))
         if rank == 0: torch.save({'metrics': metrics, **res}, out)
     finally: dist.destroy_process_group()
-
-
-def free_port():
-    with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 
 @pytest.mark.parametrize('parallel', ['fsdp', 'ddp'])
