@@ -20,7 +20,7 @@ from .sharding import ReplicatedTrainer, ShardedTrainer, full_state_dict, load_f
 from .trainer import StepRefused
 
 # %% auto #0
-__all__ = ['PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'wait_joined', 'next_command', 'follow', 'exit_text',
+__all__ = ['PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'wait_joined', 'next_command', 'follow', 'how_ended',
            'RankGroup', 'RankError', 'torchrun_rank', 'follow_torchrun', 'RankActor', 'RayRank', 'ray_followers',
            'start_ranks', 'serve_rank', 'main']
 
@@ -53,7 +53,7 @@ def wait_joined(store:dist.Store, run:str, procs:list, timeout:float):
     t = time.monotonic()
     for r, p in enumerate(procs, 1):
         while not store.check([f'{run}joined/{r}']):
-            if p.poll() is not None: raise RankError(f"trainer rank {r} (pid {p.pid}) {p.ended() if hasattr(p, 'ended') else exit_text(p.returncode)} before joining rank 0: its error is above")
+            if p.poll() is not None: raise RankError(f"trainer rank {r} (pid {p.pid}) {how_ended(p)} before joining rank 0: its error is above")
             if time.monotonic() - t > timeout: raise RankError(f"trainer rank {r} (pid {p.pid}) did not join rank 0 within trainer_timeout ({timeout:g} s)")
             time.sleep(0.05)
 
@@ -84,12 +84,13 @@ def follow(trainer:ShardedTrainer, store:dist.TCPStore):
         except StepRefused: pass  # every rank refused it alike (the batch's log-rewards, or the reduced loss and norm): rank 0 says why
 
 # %% ../nbs/09f_ranks.ipynb #r15
-def exit_text(returncode:int) -> str:
-    "How a process ended, in words"
-    if returncode < 0:
-        try: return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError: return f"was killed by signal {-returncode}"
-    return f"exited with code {returncode}"
+def how_ended(p) -> str:
+    "How follower `p` ended, in words: a process by its exit code or signal (a Ray rank says it itself)"
+    if hasattr(p, 'ended'): return p.ended()
+    if p.returncode < 0:
+        try: return f"was killed by {signal.Signals(-p.returncode).name}"
+        except ValueError: return f"was killed by signal {-p.returncode}"
+    return f"exited with code {p.returncode}"
 
 # %% ../nbs/09f_ranks.ipynb #r18
 class RankGroup:
@@ -120,7 +121,7 @@ def _fault(self:RankGroup, op:str, e:Exception) -> str:
         if dead := [(r, p) for r, p in enumerate(self.procs, 1) if p.poll() is not None]: break
         time.sleep(0.1)
     where = f"during '{op}' at step {self.trainer.step_count + (op == 'step')}"
-    if dead: who = '; '.join(f"trainer rank {r} (pid {p.pid}) {p.ended() if hasattr(p, 'ended') else exit_text(p.returncode)}" for r, p in dead)
+    if dead: who = '; '.join(f"trainer rank {r} (pid {p.pid}) {how_ended(p)}" for r, p in dead)
     elif 'timed out' in str(e).lower() or 'timeout' in str(e).lower(): who = f"a trainer rank did not answer within trainer_timeout ({self.timeout:g} s)"
     else: who = f"a collective of the trainer's ranks failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
     return f"{who} {where}"
@@ -271,7 +272,7 @@ def ray_followers(cfg:Config, port:int) -> tuple:
 
 # %% ../nbs/09f_ranks.ipynb #r28
 def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGroup:
-    "The trainer as `cfg.trainer_procs` ranks (started here, or by torchrun): `model` sharded (a copy of it on rank 0) and kept whole as the mirror"
+    "The trainer as `cfg.trainer_procs` ranks (started here, by torchrun, or as Ray actors): `model` sharded (a copy of it on rank 0) and kept whole as the mirror"
     world, host, port, serve, procs = cfg.trainer_procs, '127.0.0.1', free_port(), True, []
     if env := torchrun_rank(cfg):  # the other ranks run `tba train` too, as followers
         host, port, serve = env['host'], env['port'], env['serve']
@@ -289,8 +290,8 @@ def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGro
         trainer = cls(copy.deepcopy(model), objective, **trainer_kw)
         load_full_state_dict(trainer.model, model.state_dict())
     except BaseException:
-        for p in procs: p.kill(); p.wait()
-        if dist.is_initialized(): dist.destroy_process_group()
+        group = RankGroup(None, model, procs, None, cfg.trainer_timeout); group.broken = 'rank 0 failed while starting'
+        group.close()  # kills the followers, releases a Ray placement group, leaves the process group
         raise
     return RankGroup(trainer, model, procs, store, cfg.trainer_timeout, cfg.out_dir)
 
