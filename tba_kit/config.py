@@ -110,7 +110,7 @@ class Config(SearchFields):
     max_grad_norm:float|None = 1.0
     micro_batch_rows:int = 32
     ref_reset_every:int = 0  # rho: reset the reference to the policy every rho steps (TBA'; 0: never)
-    trainer_threads:int = 1  # torch threads of the trainer process (with trainer_procs > 1: shared by its ranks)
+    trainer_threads:int = 1  # torch threads of the trainer process (with trainer_procs > 1: rank 0's; each other rank gets trainer_threads / trainer_procs)
     trainer_procs:int = 1  # ranks of the trainer (started by tba train on this machine, or by torchrun; ranks notebook)
     trainer_parallel:str = 'fsdp'  # how ranks share the policy: 'fsdp' shards it (FSDP2), 'ddp' keeps it whole on each, gradients averaged
     trainer_timeout:float = 600.  # seconds any collective of the trainer's ranks may take before the run stops naming the rank
