@@ -50,8 +50,9 @@ def run_packed(self:Generator, prompts, k, loads, seed:int|None=None):
 # %% ../nbs/07a_workers.ipynb #08010f5a
 def _worker_main(conn, spec:dict):
     "Entry point of a searcher process: load the model, then serve requests until 'close' or the parent goes away"
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal reaches every process: the run stops its searchers itself
+    import signal, threading
+    if threading.current_thread() is threading.main_thread():  # a worker process (the lesson below runs it in a thread)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal reaches every process: the run stops its searchers itself
     try:
         import ctypes
         ctypes.CDLL('libc.so.6').prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: die with the parent
