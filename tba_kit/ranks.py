@@ -229,7 +229,7 @@ class RankActor:
 # %% ../nbs/09f_ranks.ipynb #r52
 class RayRank:
     "A follower's Ray actor seen as a process: `poll` (None while it serves), `wait`, `kill`, `pid`, and how it `ended`"
-    def __init__(self, ray, actor, ref, pid:int): self.ray, self.actor, self.ref, self.pid, self.error = ray, actor, ref, pid, None
+    def __init__(self, ray, actor, ref, pid:int, pg): self.ray, self.actor, self.ref, self.pid, self.pg, self.error = ray, actor, ref, pid, pg, None
 
     def poll(self) -> int|None:
         if not self.ray.wait([self.ref], timeout=0)[0]: return None
@@ -249,13 +249,13 @@ class RayRank:
         return "lost its Ray actor (killed, or its node went away)" if died else f"stopped ({type(self.error).__name__ if self.error else 'done'})"
 
 # %% ../nbs/09f_ranks.ipynb #r53
-def ray_followers(cfg:Config, port:int) -> tuple:
+def ray_followers(cfg:Config, port:int, threads:int) -> tuple:
     "Ranks 1.. as Ray actors in a placement group: (the address of rank 0's store, the followers as `RayRank`s)"
     from tba_kit.ray_searcher import connect
     ray = connect(cfg.ray_address)
     from ray.util.placement_group import placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-    world, threads, gpu = cfg.trainer_procs, max(1, cfg.trainer_threads // cfg.trainer_procs), cfg.device.startswith('cuda')
+    world, gpu = cfg.trainer_procs, cfg.device.startswith('cuda')
     pg = placement_group([{'CPU': threads, **({'GPU': 1} if gpu else {})}] * (world - 1), strategy='PACK')
     if not ray.wait([pg.ready()], timeout=cfg.trainer_timeout)[0]:
         ray.util.remove_placement_group(pg)
@@ -266,21 +266,20 @@ def ray_followers(cfg:Config, port:int) -> tuple:
     for r in range(1, world):
         actor = cls.options(num_cpus=threads, num_gpus=1 if gpu else 0, scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=r - 1)).remote()
         where = ray.get(actor.where.remote())
-        ranks.append(RayRank(ray, actor, actor.serve.remote(r, world, host, port, 'cuda' if gpu else 'cpu', cfg.trainer_timeout, threads), where['pid']))
-        ranks[-1].pg = pg
+        ranks.append(RayRank(ray, actor, actor.serve.remote(r, world, host, port, 'cuda' if gpu else 'cpu', cfg.trainer_timeout, threads), where['pid'], pg))
     return host, ranks
 
 # %% ../nbs/09f_ranks.ipynb #r28
 def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGroup:
     "The trainer as `cfg.trainer_procs` ranks (started here, by torchrun, or as Ray actors): `model` sharded (a copy of it on rank 0) and kept whole as the mirror"
     world, host, port, serve, procs = cfg.trainer_procs, '127.0.0.1', free_port(), True, []
+    threads = max(1, cfg.trainer_threads // world)  # each follower's
     if env := torchrun_rank(cfg):  # the other ranks run `tba train` too, as followers
         host, port, serve = env['host'], env['port'], env['serve']
-    elif cfg.placement_name == 'ray': host, procs = ray_followers(cfg, port)
+    elif cfg.placement_name == 'ray': host, procs = ray_followers(cfg, port, threads)
     elif cfg.device.startswith('cuda') and torch.cuda.device_count() < world + int(rank_device(cfg.device, 0).split(':')[1]):
         raise ValueError(f"config field 'trainer_procs': {world} ranks need GPUs {rank_device(cfg.device, 0)} to {rank_device(cfg.device, world - 1)}, this machine has {torch.cuda.device_count()} GPU(s)")
     else:
-        threads = max(1, cfg.trainer_threads // world)
         procs = [subprocess.Popen([sys.executable, '-m', 'tba_kit.ranks', str(r), str(world), str(port), rank_device(cfg.device, r), str(cfg.trainer_timeout), str(threads)])
                  for r in range(1, world)]
     try:

@@ -14,6 +14,7 @@ from fastcore.basics import patch
 from torch import nn
 
 from .core import Batch
+from .objectives import TableLogZ
 from .trainer import Trainer, select_rows, split_groups
 
 # %% auto #0
@@ -48,7 +49,7 @@ class ShardedTrainer(Trainer):
     "A `Trainer` that is one rank of the default process group: its policy sharded with FSDP2, its share of each batch whole prompt groups"
     def __init__(self, model:nn.Module, objective, *, ref_model:nn.Module|str|None=None, **kw):  # the rest as `Trainer`'s, by name
         if not dist.is_initialized(): raise RuntimeError("ShardedTrainer needs a process group: call torch.distributed.init_process_group first (gloo on CPUs, nccl on GPUs)")
-        if type(getattr(objective, 'log_z', None)).__name__ == 'TableLogZ':  # its rows follow the prompts each rank sees: they would differ between ranks
+        if isinstance(getattr(objective, 'log_z', None), TableLogZ):  # its rows follow the prompts each rank sees: they would differ between ranks
             raise ValueError("a per-prompt log Z table (TableLogZ) cannot be split over trainer ranks: use the default ScalarLogZ or HeadLogZ, or trainer_procs: 1")
         if kw.get('precision', 'bf16-mixed') == 'bf16': model.to(torch.bfloat16)
         else: model.float()  # the dtype is set before sharding: FSDP keeps the one it was given

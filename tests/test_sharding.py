@@ -47,11 +47,12 @@ def state(t, weights):
 
 
 def rank_main(rank, world, port, name, out, parallel):
-    from tba_kit.sharding import ReplicatedTrainer, ShardedTrainer, full_state_dict
+    from tba_kit.ranks import PARALLEL
+    from tba_kit.sharding import full_state_dict
     torch.set_num_threads(1)
     dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world, timeout=timedelta(seconds=60))
     try:
-        t = make({'fsdp': ShardedTrainer, 'ddp': ReplicatedTrainer}[parallel], name)
+        t = make(PARALLEL[parallel], name)
         metrics = [t.step(b) for b in batches(name)]
         res = state(t, full_state_dict(t.model))
         if rank == 0: torch.save({'metrics': metrics, **res}, out)
