@@ -13,6 +13,7 @@ as a multiple of N, median over seeds with a bootstrap interval over seeds (a se
     python benchmarks/off_policy.py --seeds 0 1 2 3 4 [--objectives tb vargrad grpo grpo_tis] [--lag 16] [--steps 40]
     python benchmarks/off_policy.py --seeds 0 1 2 3 4 --report   # analyse finished runs only (--resume: run the rest)
     python benchmarks/off_policy.py --smoke                       # CI: the tiny model, two objectives, seconds
+    python benchmarks/off_policy.py --seeds 3 4 --device cuda --jobs 16   # a GPU: every run at once (wall seconds shared)
 
 Every objective shares the main job's settings (beta 0.05 as a KL penalty in the reward, lr 1e-5, K 8, 4 prompts per
 step); 'grpo' is TRL's loss_type 'grpo' with its clip 0.2, 'grpo_tis' adds TRL's truncated importance sampling
@@ -23,6 +24,7 @@ finished run (its evaluations, every problem's correctness, wall seconds, the ma
 benchmarks/results/off_policy_runs/, which `--resume` and `--report` read: a fresh clone keeps what was measured.
 """
 import argparse, json, platform, sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -36,10 +38,11 @@ OBJECTIVES = {'tb': ['--objective=tb'], 'vargrad': ['--objective=vargrad'], 'grp
               'grpo_tis': ['--objective=grpo', '--is_correction=token_truncate']}
 
 
-def record_of(run:Path, wall:float) -> dict:
+def record_of(run:Path, wall:float, device:str='cpu') -> dict:
     "What a finished run leaves for the analysis: its evaluations (every problem's correctness as a string of 0 / 1), wall seconds, the machine"
     import torch
     return {'wall_seconds': wall, 'cpu': platform.processor() or platform.machine(), 'cpu_capability': torch.backends.cpu.get_cpu_capability(),
+            'device': torch.cuda.get_device_name(device) if device.startswith('cuda') else 'cpu',
             'evaluations': [{'step': e['step'], 'accuracy': e['accuracy'], 'correct': ''.join('1' if c else '0' for c in e['correct'])}
                             for e in evaluations(run)]}
 
@@ -64,13 +67,13 @@ def at_step(rec:dict, step:int) -> list:
     return e['correct']
 
 
-def train(out:Path, kept:Path, config:str, args:list, resume:bool, report:bool) -> dict|None:
+def train(out:Path, kept:Path, config:str, args:list, resume:bool, report:bool, device:str='cpu') -> dict|None:
     "One run in its own process, its checkpoint deleted once evaluated; its record, kept in `kept` (`resume`: a kept record is reused; `report`: nothing runs)"
     if (resume or report) and kept.exists(): return json.loads(kept.read_text())
     if report: return None
     wall = timed_run([sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--out_dir={out}', '--no-progress', *args], out, resume, drop_checkpoints=True)
     kept.parent.mkdir(parents=True, exist_ok=True)
-    kept.write_text(json.dumps(rec := record_of(out, wall)))
+    kept.write_text(json.dumps(rec := record_of(out, wall, device)))
     return rec
 
 
@@ -124,6 +127,8 @@ def main(argv):
     ap.add_argument('--name', default='off_policy')
     ap.add_argument('--resume', action='store_true', help='keep runs already finished in out_root')
     ap.add_argument('--report', action='store_true', help='run nothing: analyse the finished runs in out_root')
+    ap.add_argument('--device', default='cpu', help="where the trainer and the searcher run: 'cpu' (a searcher process), or 'cuda' (inline, both fp32)")
+    ap.add_argument('--jobs', type=int, default=1, help='runs at once (a GPU or many cores; wall seconds then count shared time)')
     ap.add_argument('--smoke', action='store_true', help='CI: the tiny model, tb and grpo_tis, 1 seed, 4 steps, lag 2')
     a = ap.parse_args(argv)
     shared = ['--mode=sync', '--searcher_threads=2', '--searcher_dtype=float32', '--time_limit=null', '--lr_schedule=constant', '--lr_schedule_by=steps',  # arms compared at equal steps
@@ -131,16 +136,21 @@ def main(argv):
     if a.smoke:
         a.seeds, a.objectives, a.lag, a.steps, a.eval_every, a.name = [0], ['tb', 'grpo_tis'], 2, 4, 2, None
         shared += ['--model=tiny', '--precision=fp32', '--task_args={n_train: 16, n_test: 8, answer_prefix: "The answer is"}', '--searcher_threads=1']
+    if a.device != 'cpu': shared += [f'--device={a.device}', '--placement=inline', '--precision=fp32']
     out_root = ROOT / (a.out_root or ('runs/off_policy_smoke' if a.smoke else 'runs/off_policy'))
     horizon = int(1.5 * a.steps)
     records = ROOT / 'benchmarks' / 'results' / f'{a.name}_runs' if a.name else out_root / 'records'
-    runs = {o: [] for o in a.objectives}
+    plan = []  # (objective, seed, [on-policy name, stale name], [their arguments])
     for seed in a.seeds:
         for obj in a.objectives:
-            names = [f"{obj}_{tag}_seed{seed}" for tag in ('on', f'lag{a.lag}')]
             common = [f'--seed={seed}', *shared, *OBJECTIVES[obj]]
-            args = [[*common, f'--steps={a.steps}', '--eval_every=0'], [*common, f'--steps={horizon}', f'--sync_every={a.lag}', f'--eval_every={a.eval_every}']]
-            on, st = (train(out_root / n, records / f'{n}.json', a.config, x, a.resume, a.report) for n, x in zip(names, args))
+            plan.append((obj, seed, [f"{obj}_{tag}_seed{seed}" for tag in ('on', f'lag{a.lag}')],
+                         [[*common, f'--steps={a.steps}', '--eval_every=0'], [*common, f'--steps={horizon}', f'--sync_every={a.lag}', f'--eval_every={a.eval_every}']]))
+    one = lambda n, x: train(out_root / n, records / f'{n}.json', a.config, x, a.resume, a.report, a.device)
+    runs = {o: [] for o in a.objectives}
+    with ThreadPoolExecutor(a.jobs) as pool:  # each run in its own process; a pair is printed once both are done
+        for (obj, seed, names, _), pair in zip(plan, [pool.map(one, names, args) for _, _, names, args in plan]):
+            on, st = pair
             if on is None or st is None: continue  # --report: not both finished
             print(f"{obj} seed {seed}: on-policy {evals(on)[-1]['accuracy']:.1%} at step {a.steps} ({on['wall_seconds'] / 60:.1f} min); "
                   f"stale {[round(e['accuracy'], 3) for e in evals(st)]} ({st['wall_seconds'] / 60:.1f} min)", flush=True)
