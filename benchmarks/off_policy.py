@@ -131,6 +131,7 @@ def main(argv):
     ap.add_argument('--jobs', type=int, default=1, help='runs at once (a GPU or many cores; wall seconds then count shared time)')
     ap.add_argument('--smoke', action='store_true', help='CI: the tiny model, tb and grpo_tis, 1 seed, 4 steps, lag 2')
     a = ap.parse_args(argv)
+    if a.jobs < 1: ap.error(f"--jobs must be >= 1, got {a.jobs}")
     shared = ['--mode=sync', '--searcher_threads=2', '--searcher_dtype=float32', '--time_limit=null', '--lr_schedule=constant', '--lr_schedule_by=steps',  # arms compared at equal steps
               '--eval_samples=0', '--checkpoint_every=0']
     if a.smoke:
