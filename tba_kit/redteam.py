@@ -145,8 +145,10 @@ INSTRUCTIONS = {  # the attacker's instruction; {examples} is filled with a few 
 def instruction_template(instruction:str) -> str:
     "A built-in instruction by name (`INSTRUCTIONS`), or a template of one's own with an `{examples}` field"
     t = INSTRUCTIONS.get(instruction, instruction)
-    if '{examples}' not in t:
-        raise ValueError(f"instruction must be one of {sorted(INSTRUCTIONS)} or a template with an '{{examples}}' field, got {instruction!r}")
+    try: ok = '{examples}' in t and t.format(examples='') is not None
+    except (KeyError, IndexError, ValueError): ok = False  # another {field}, or a lone brace (write {{ for a literal one)
+    if not ok: raise ValueError(f"instruction must be one of {sorted(INSTRUCTIONS)} or a template whose only field is "
+                                f"'{{examples}}' (a literal brace is written twice), got {instruction!r}")
     return t
 
 # %% ../nbs/07c_redteam.ipynb #76f64cfc
