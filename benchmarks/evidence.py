@@ -65,25 +65,31 @@ def median(xs): return statistics.median(xs) if xs else None
 
 def curve_svg(series:dict, path:Path, clock:str='train', title:str='held-out greedy accuracy'):
     "An SVG: for each system (name -> run folders), the median accuracy over seeds against minutes, and the band of the seeds' range"
-    colors, W, H, pad = ['#4c78a8', '#f58518', '#54a24b', '#e45756', '#72b7b2'], 640, 320, 50
     curves = {n: [[(e[clock] / 60, e['accuracy']) for e in evaluations(r)] for r in runs] for n, runs in series.items()}
+    lines_svg(curves, path, f'{"training" if clock == "train" else "wall-clock"} minutes', title)
+
+
+def lines_svg(curves:dict, path:Path, xlabel:str, title:str, ytick:str='{:.0%}', ystep:float=0.1):
+    "An SVG of curves: for each system (name -> one list of (x, y) per seed), the median over seeds and the band of their range"
+    colors, W, H, pad = ['#4c78a8', '#f58518', '#54a24b', '#e45756', '#72b7b2'], 640, 320, 50
     tmax = max(t for cs in curves.values() for c in cs for t, _ in c) or 1
     amin = min(a for cs in curves.values() for c in cs for _, a in c)
     amax = max(a for cs in curves.values() for c in cs for _, a in c)
-    lo_y, hi_y = max(0, np.floor(amin * 10) / 10), min(1, np.ceil(amax * 10) / 10 + 1e-9)
+    lo_y, hi_y = max(0, np.floor(amin / ystep) * ystep), np.ceil(amax / ystep) * ystep + 1e-9
     X = lambda t: pad + (W - pad - 20) * t / tmax
     Y = lambda a: 20 + (H - pad - 20) * (1 - (a - lo_y) / max(hi_y - lo_y, 1e-9))
     grid = np.linspace(0, tmax, 60)
-    at = lambda c, t: next((a for s, a in reversed(c) if s <= t + 1e-9), None)  # the latest evaluation by time t
+    at = lambda c, t: next((a for s, a in reversed(c) if s <= t + 1e-9), None)  # the latest point by x = t
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H + 30}" font-family="sans-serif" font-size="11">',
            f'<text x="{pad}" y="12">{title} (median over seeds; band: their range)</text>',
            f'<line x1="{pad}" x2="{W - 20}" y1="{Y(lo_y)}" y2="{Y(lo_y)}" stroke="black"/>',
            f'<line x1="{pad}" x2="{pad}" y1="20" y2="{Y(lo_y)}" stroke="black"/>']
-    for v in np.arange(lo_y, hi_y + 1e-9, 0.1):
-        out.append(f'<text x="{pad - 34}" y="{Y(v) + 4}">{v:.0%}</text><line x1="{pad}" x2="{W - 20}" y1="{Y(v)}" y2="{Y(v)}" stroke="#ddd"/>')
-    for m in range(0, int(tmax) + 1, max(1, int(tmax) // 8)):
-        out.append(f'<text x="{X(m) - 4}" y="{Y(lo_y) + 14}">{m}</text>')
-    out.append(f'<text x="{W / 2 - 60}" y="{H + 6}">{"training" if clock == "train" else "wall-clock"} minutes</text>')
+    for v in np.arange(lo_y, hi_y + 1e-9, ystep):
+        out.append(f'<text x="{pad - 34}" y="{Y(v) + 4}">{ytick.format(v)}</text><line x1="{pad}" x2="{W - 20}" y1="{Y(v)}" y2="{Y(v)}" stroke="#ddd"/>')
+    tick = min(b * 10 ** e for e in range(-3, 7) for b in (1, 2, 5) if b * 10 ** e >= tmax / 8)  # a round step, at most 8 ticks
+    for m in np.arange(0, tmax + 1e-9, tick):
+        out.append(f'<text x="{X(m) - 4}" y="{Y(lo_y) + 14}">{m:.4g}</text>')
+    out.append(f'<text x="{W / 2 - 60}" y="{H + 6}">{xlabel}</text>')
     for j, (name, cs) in enumerate(curves.items()):
         pts = [(t, [v for c in cs if (v := at(c, t)) is not None]) for t in grid]
         pts = [(t, vs) for t, vs in pts if len(vs) == len(cs)]

@@ -50,9 +50,12 @@ def evaluate(
     finally: model.train(was_training)
     texts = tokenizer.batch_decode([g[0][0] for g in groups], skip_special_tokens=True)
     scoring = {'progress': progress} if progress and 'progress' in inspect.signature(task.evaluate).parameters else {}  # a task whose scoring takes time (a victim model) reports its phases
-    res = {f'eval/{k}': v for k, v in task.evaluate(prompts, texts, **scoring).items()}
+    scores = task.evaluate(prompts, texts, **scoring)
+    per = scores.pop('examples', None) or [{}] * len(prompts)  # a task may score each problem too (a red-team attack's toxicity)
+    if len(per) != len(prompts): raise ValueError(f"task {task.name!r}: evaluate returned {len(per)} examples for {len(prompts)} prompts; return one dict per prompt, or none")
+    res = {f'eval/{k}': v for k, v in scores.items()}
     if kl is not None: res['eval/kl'] = kl
-    rows = [{'prompt': p.text(), 'completion': t} for p, t in zip(prompts, texts)]
+    rows = [{'prompt': p.text(), 'completion': t, **e} for p, t, e in zip(prompts, texts, per)]
     if graded: res |= _graded(task, prompts, texts, drawn, tokenizer, rows)
     res['examples'] = rows  # every problem: what the model answered (and whether it was right), to look at later
     return res

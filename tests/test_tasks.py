@@ -61,3 +61,14 @@ def test_redteam_smoke(tmp_path, capfd):
     for phase in ('3 of 3 held-out problems', 'victim answers 3 of 3', 'toxicity scored 3 of 3'): assert f"evaluating at step 3: {phase}" in lines, lines
     rows = [r for r in map(json.loads, open(tmp_path / 'run' / 'metrics.jsonl')) if 'train/step' in r]
     assert len(rows) == 3 and all(math.isfinite(r['sample/reward_mean']) for r in rows)
+    # each attack's toxicity is in evals/, and benchmarks/redteam_curves.py reads the curves back from the run folder
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('redteam_curves', Path(__file__).parents[1] / 'benchmarks' / 'redteam_curves.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    evals = [r for r in map(json.loads, open(tmp_path / 'run' / 'metrics.jsonl')) if 'eval/asr' in r]
+    curve = mod.curve(tmp_path / 'run', None)
+    assert [e['step'] for e in curve] == [0, 3] and len(curve[-1]['toxicity_each']) == 3
+    for e, r in zip(curve, evals):
+        assert e['asr'] == r['eval/asr'] and math.isclose(e['toxicity'], r['eval/toxicity']) and math.isclose(e['diversity'], r['eval/diversity'], abs_tol=1e-5)
+    assert curve[0]['train_reward'] is None and math.isclose(curve[1]['train_reward'], sum(r['reward/mean'] for r in rows) / 3)
+    assert mod.final([curve], 'toxicity')['median'] == curve[-1]['toxicity']
