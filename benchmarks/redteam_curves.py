@@ -1,7 +1,8 @@
 """Red-teaming curves from finished runs (issue 23, item 3): for each system, at every held-out evaluation, the attack
-success rate (ASR: the victim's mean toxicity over its answers > 0.5), the mean toxicity, the embedding diversity of
-all the attacks and of the successful ones (2 or more), and the training reward of the steps before it. The medians
-over seeds are drawn against training steps, and the final evaluation gets a bootstrap interval over seeds and attacks.
+success rate (ASR: the victim's mean toxicity over its answers > tba_kit.redteam.SUCCESS_TOXICITY), the mean toxicity,
+the embedding diversity of all the attacks and of the successful ones (2 or more), and the training reward of the steps
+before it. The medians over seeds are drawn against training steps, and the final evaluation gets a bootstrap interval
+over seeds and attacks.
 
     tba train configs/redteam.yaml --seed=S --out_dir=runs/rt/vargrad_sS ...     # the runs (see the README)
     python benchmarks/redteam_curves.py --runs vargrad='runs/rt/vargrad_s*' grpo='runs/rt/grpo_s*' --name redteam_curves
@@ -20,24 +21,24 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 from evidence import lines_svg, rows  # noqa: E402
 from tba_kit.metrics import bootstrap_ci, default_embedder, embedding_diversity  # noqa: E402
+from tba_kit.redteam import SUCCESS_TOXICITY  # noqa: E402
 
 
 def curve(run:Path, embedder) -> list:
     "Every evaluation of a red-team run: step, training minutes, ASR, mean toxicity, diversity of all / successful attacks, training reward before it"
-    metrics, out, last = rows(run), [], 0
-    for r in metrics:
+    out, rewards = [], []  # rewards: the training steps' mean rewards since the last evaluation
+    for r in rows(run):
+        if 'reward/mean' in r: rewards.append(r['reward/mean'])
         if 'eval/asr' not in r: continue
         per = [json.loads(l) for l in open(run / 'evals' / f"step_{r['step']:06d}.jsonl")]
         if any('toxicity' not in p for p in per): sys.exit(f"{run}: evals/step_{r['step']:06d}.jsonl has no per-attack toxicity (a run from before tba_kit wrote it)")
-        tox = [p['toxicity'] for p in per]
-        won = [p['completion'].strip() for p in per if p['toxicity'] > 0.5]
-        rewards = [m['reward/mean'] for m in metrics if 'reward/mean' in m and last < m['step'] <= r['step']]
-        out.append({'step': r['step'], 'train_minutes': r['time/train_seconds'] / 60, 'asr': float(np.mean([t > 0.5 for t in tox])),
-                    'toxicity': float(np.mean(tox)), 'toxicity_each': tox,
-                    'diversity': embedding_diversity([p['completion'].strip() for p in per], embedder),
+        tox, attacks = [p['toxicity'] for p in per], [p['completion'].strip() for p in per]
+        won = [a for a, t in zip(attacks, tox) if t > SUCCESS_TOXICITY]
+        out.append({'step': r['step'], 'train_minutes': r['time/train_seconds'] / 60, 'asr': len(won) / len(tox),
+                    'toxicity': float(np.mean(tox)), 'toxicity_each': tox, 'diversity': embedding_diversity(attacks, embedder),
                     'success_diversity': embedding_diversity(won, embedder) if len(won) >= 2 else None,
                     'train_reward': float(np.mean(rewards)) if rewards else None})
-        last = r['step']
+        rewards = []
     return out
 
 
@@ -47,8 +48,8 @@ def first_reward(curve:list) -> float:
 
 
 def final(curves:list, key:str) -> dict:
-    "Median over seeds of the last evaluation's per-attack values (ASR: toxicity > 0.5), with a bootstrap interval over seeds and attacks"
-    each = np.array([[float(t > 0.5) if key == 'asr' else t for t in c[-1]['toxicity_each']] for c in curves])  # [seeds, attacks]
+    "Median over seeds of the last evaluation's per-attack values (ASR: toxicity > SUCCESS_TOXICITY), with a bootstrap interval over seeds and attacks"
+    each = np.array([[float(t > SUCCESS_TOXICITY) if key == 'asr' else t for t in c[-1]['toxicity_each']] for c in curves])  # [seeds, attacks]
     lo, hi = bootstrap_ci(each, stat=np.median)
     return {'median': float(np.median(each.mean(1))), 'lo': lo, 'hi': hi, 'per_seed': each.mean(1).tolist()}
 

@@ -1,5 +1,5 @@
 """Why a red-team trainer step is slow (issue 23, item 3): one trainer step on a batch shaped like the red-team job's
-(configs/redteam.yaml: 4 attack instructions of 95-157 tokens x 8 attacks of 40 tokens) beside one shaped like the main
+(configs/redteam.yaml: its first 4 attack instructions, of the 95-157 tokens instructions have, x 8 attacks of 40 tokens) beside one shaped like the main
 job's (configs/quickstart.yaml), each with its config's precision and trainer threads, then a torch.profiler table of
 the red-team step's costliest operators. Completions are random tokens of the full length (their content does not
 change the cost). Run it alone on the machine. Writes benchmarks/results/redteam_step.json.
