@@ -11,10 +11,13 @@ objective's target pi_ref(y) exp(r(y)/beta) under the untrained model:
 
 Per system: the median over seeds with a bootstrap interval over seeds and prompts, and each seed's numbers. Goal
 (issue 23): at accuracy within 5 points of GRPO's, TB / VarGrad keep >= 2x GRPO's distinct right answers and land
-within TV <= 0.15 of the target.
+within TV <= 0.15 of the target. Each system is also paired with GRPO by seed and prompt (GRPO's runs of this call, or
+of the results file `--baseline` names, for a lever measured apart: any config field as a flag, runs in runs/NAME):
+its accuracy minus GRPO's and its distinct right answers minus twice GRPO's, medians over seeds with intervals.
 
     python benchmarks/diversity.py --seeds 0 1 2 [--systems tb vargrad grpo trl] [--name diversity]
     python benchmarks/diversity.py --seeds 0 1 2 --report     # analyse finished runs only (--resume: run the rest)
+    python benchmarks/diversity.py --seeds 0 1 2 --systems vargrad --name replay --p_recent=0.5 --baseline benchmarks/results/diversity.json
     python benchmarks/diversity.py --smoke                     # CI: the tiny model, tb and grpo, two steps
 
 TRL (pip install trl) runs through benchmarks/peer_trl.py with its own defaults where the job fixes nothing (loss
@@ -101,6 +104,25 @@ def analyse(runs:dict) -> dict:
     return out
 
 
+def paired(runs:dict, base:list) -> dict:
+    """Each system against GRPO's runs `base` ([(seed, answers.json)]) on the seeds both have, paired by seed and prompt:
+    its accuracy minus GRPO's, and its distinct right answers minus twice GRPO's (the goal holds where that is >= 0);
+    medians over seeds with intervals over seeds and prompts"""
+    grpo = {seed: (r, per_prompt(r)) for seed, r in base}
+    out = {}
+    for system, rs in runs.items():
+        rs = [(seed, r) for seed, r in rs if seed in grpo]
+        if system == 'grpo' or not rs: continue
+        for seed, r in rs:
+            if [x['prompt'] for x in r['rows']] != [x['prompt'] for x in grpo[seed][0]['rows']]: raise ValueError(f"{system} seed {seed} and GRPO's were measured on different prompts")
+        cols = [(per_prompt(r), grpo[seed][1]) for seed, r in rs]
+        gaps = {'accuracy_gap': np.array([np.subtract(c['accuracy'], g['accuracy']) for c, g in cols]),
+                'distinct_minus_2x_grpo': np.array([np.subtract(c['distinct_correct_64'], np.multiply(2, g['distinct_correct_64'])) for c, g in cols])}
+        out[system] = {'seeds': [seed for seed, _ in rs]} | {m: {'median': float(np.median(x.mean(1))), 'ci': [float(v) for v in bootstrap_ci(x, stat=np.median)]}
+                                                           for m, x in gaps.items()}
+    return out
+
+
 def target_measures(res:dict) -> dict:
     "The measures of the target itself (the same for every run: one reference, one set of prompts), means over prompts"
     return {m: float(np.mean(v)) for m, v in per_prompt(res | {'rows': [r | {'policy': r['target']} for r in res['rows']]}).items()}
@@ -117,22 +139,41 @@ def report(res:dict):
                                                        f"accuracy {100 * (res[s]['accuracy']['median'] - res['grpo']['accuracy']['median']):+.1f} points from GRPO's")
 
 
+def report_paired(cmp:dict):
+    "The paired gaps, and whether each half of the goal is shown beyond the noise"
+    for s, r in cmp.items():
+        (acc, alo, ahi), (d, lo, hi) = [(r[m]['median'], *r[m]['ci']) for m in ('accuracy_gap', 'distinct_minus_2x_grpo')]
+        near = 'within 5 points' if alo >= -0.05 else 'more than 5 points below' if ahi < -0.05 else 'within the noise of 5 points'
+        twice = '2x shown' if lo >= 0 else 'below 2x' if hi < 0 else 'within the noise of 2x'
+        print(f"{s} against GRPO, paired by seed (seeds {' '.join(map(str, r['seeds']))}) and prompt: accuracy {100 * acc:+.1f} points "
+              f"[{100 * alo:+.1f}, {100 * ahi:+.1f}] ({near}); distinct right answers minus 2x GRPO's {d:+.2f} [{lo:+.2f}, {hi:+.2f}] ({twice}): "
+              f"goal {'met' if alo >= -0.05 and lo >= 0 else 'not shown'}")
+
+
+def baseline_grpo(path:str) -> dict:
+    "GRPO's measured runs (seed -> answers) in a results file this script wrote"
+    got = json.loads(Path(path).read_text()).get('answers', {}).get('grpo')
+    if not got: sys.exit(f"--baseline {path}: no GRPO runs in it (a results file of this script with grpo among its systems)")
+    return got
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--config', default='configs/multiples.yaml')
     ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     ap.add_argument('--systems', nargs='+', default=['tb', 'vargrad', 'grpo', 'trl'], choices=list(SYSTEMS))  # tb_z17: a lever that failed, on request
-    ap.add_argument('--out_root', default=None, help='where the runs go (default: runs/diversity, runs/diversity_smoke)')
+    ap.add_argument('--out_root', default=None, help='where the runs go (default: runs/NAME, runs/diversity_smoke)')
     ap.add_argument('--name', default='diversity')
     ap.add_argument('--resume', action='store_true', help='keep runs already measured in out_root')
     ap.add_argument('--report', action='store_true', help='run nothing: analyse the measured runs in out_root')
+    ap.add_argument('--baseline', default=None, help="a results file whose GRPO runs the systems are paired with (default: this call's grpo runs)")
     ap.add_argument('--smoke', action='store_true', help='CI: the tiny model, tb and grpo, one seed, two steps, four held-out prompts')
     a, extra = ap.parse_known_args(argv)
     if a.smoke:
         a.seeds, a.systems, a.name = [0], ['tb', 'grpo'], None
         extra += ['--model=tiny', '--precision=fp32', '--mode=sync', '--searcher_threads=1', '--steps=2', '--time_limit=null', '--eval_every=0',
                   '--eval_samples=0', '--checkpoint_every=0', '--prefill=8', '--task_args={divisors: [1, 2], n_test: 4}']
-    out_root = ROOT / (a.out_root or ('runs/diversity_smoke' if a.smoke else 'runs/diversity'))
+    out_root = ROOT / (a.out_root or ('runs/diversity_smoke' if a.smoke else f'runs/{a.name}'))  # one folder per measurement
     runs = {s: [] for s in a.systems}
     for seed in a.seeds:
         for system in a.systems:
@@ -148,10 +189,13 @@ def main(argv):
     if not runs: sys.exit(f"no measured run in {out_root}")
     res, target = analyse(runs), target_measures(next(iter(runs.values()))[0][1])
     report(res)
+    base = [(int(seed), r) for seed, r in baseline_grpo(a.baseline).items()] if a.baseline else runs.get('grpo')
+    cmp = paired(runs, base) if base else {}
+    report_paired(cmp)
     print("target: " + ', '.join(f"{m} {v:.3f}" for m, v in target.items()))
     if a.name:
         dists = {s: {str(seed): compact(r) for seed, r in rs} for s, rs in runs.items()}  # what tutorials/diversity draws
-        (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({'config': a.config, 'overrides': extra, 'results': res, 'target': target, 'answers': dists}))
+        (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({'config': a.config, 'overrides': extra, 'results': res, 'vs_grpo': cmp, 'baseline': a.baseline, 'target': target, 'answers': dists}))
     return res
 
 

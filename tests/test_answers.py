@@ -1,6 +1,7 @@
 "The exact answer distribution of notebook 06d is the distribution tba_kit's generation samples from: checked on SmolLM2 by counting."
 import math
 
+import pytest
 import torch
 
 from tba_kit.answers import MultiplesTask, answer_distributions, leading_number, multiples_question
@@ -56,3 +57,11 @@ def test_diversity_smoke(tmp_path):
             assert abs(sum(row['policy']) - 1) < 1e-9 and abs(sum(row['target']) - 1) < 1e-9
             lp = answer_logprobs(ref, tok, encode_prompts(tok, [p.messages])[0], row['answers'], digit_tokens(tok))
             assert torch.allclose(torch.tensor(row['target'], dtype=torch.float64), answer_target(lp, got['beta']), atol=1e-9)  # the untrained model's
+    # the paired comparison with GRPO: GRPO against itself is 0 points away, and its distinct answers minus twice its own are minus its own
+    runs = {s: [(0, json.loads((tmp_path / f'{s}_seed0' / 'answers.json').read_text()))] for s in res}
+    assert set(mod.paired(runs, runs['grpo'])) == {'tb'}
+    same = mod.paired({'copy': runs['grpo']}, runs['grpo'])['copy']
+    assert same['seeds'] == [0] and same['accuracy_gap'] == {'median': 0.0, 'ci': [0.0, 0.0]}
+    assert math.isclose(same['distinct_minus_2x_grpo']['median'], -res['grpo']['distinct_correct_64']['median'], rel_tol=1e-9)
+    other = {'copy': [(0, runs['grpo'][0][1] | {'rows': runs['grpo'][0][1]['rows'][::-1]})]}
+    with pytest.raises(ValueError, match='different prompts'): mod.paired(other, runs['grpo'])
