@@ -111,10 +111,15 @@ def paired(runs:dict, base:list) -> dict:
     grpo = {seed: (r, per_prompt(r)) for seed, r in base}
     out = {}
     for system, rs in runs.items():
+        if system == 'grpo': continue
+        if missing := [seed for seed, _ in rs if seed not in grpo]: print(f"{system}: no GRPO run of seed {' '.join(map(str, missing))} to pair with; paired on the others")
         rs = [(seed, r) for seed, r in rs if seed in grpo]
-        if system == 'grpo' or not rs: continue
         for seed, r in rs:
-            if [x['prompt'] for x in r['rows']] != [x['prompt'] for x in grpo[seed][0]['rows']]: raise ValueError(f"{system} seed {seed} and GRPO's were measured on different prompts")
+            g = grpo[seed][0]['rows']
+            if [x['prompt'] for x in r['rows']] != [x['prompt'] for x in g]: raise ValueError(f"{system} seed {seed} and GRPO's were measured on different prompts")
+            if any(x['answers'] != y['answers'] or not np.allclose(x['target'], y['target'], atol=1e-5) for x, y in zip(r['rows'], g)):
+                raise ValueError(f"{system} seed {seed} and GRPO's have different targets (another model, beta or task): they do not compare")
+        if not rs: continue
         cols = [(per_prompt(r), grpo[seed][1]) for seed, r in rs]
         gaps = {'accuracy_gap': np.array([np.subtract(c['accuracy'], g['accuracy']) for c, g in cols]),
                 'distinct_minus_2x_grpo': np.array([np.subtract(c['distinct_correct_64'], np.multiply(2, g['distinct_correct_64'])) for c, g in cols])}
@@ -147,14 +152,16 @@ def report_paired(cmp:dict):
         twice = '2x shown' if lo >= 0 else 'below 2x' if hi < 0 else 'within the noise of 2x'
         print(f"{s} against GRPO, paired by seed (seeds {' '.join(map(str, r['seeds']))}) and prompt: accuracy {100 * acc:+.1f} points "
               f"[{100 * alo:+.1f}, {100 * ahi:+.1f}] ({near}); distinct right answers minus 2x GRPO's {d:+.2f} [{lo:+.2f}, {hi:+.2f}] ({twice}): "
-              f"goal {'met' if alo >= -0.05 and lo >= 0 else 'not shown'}")
+              f"the goal's accuracy and 2x conditions {'both shown' if alo >= -0.05 and lo >= 0 else 'not both shown'}")
 
 
-def baseline_grpo(path:str) -> dict:
-    "GRPO's measured runs (seed -> answers) in a results file this script wrote"
-    got = json.loads(Path(path).read_text()).get('answers', {}).get('grpo')
+def baseline_grpo(path:str) -> tuple:
+    "GRPO's measured runs [(seed, answers)] in a results file this script wrote (a path from here or from the repository), and its name in the repository"
+    f = next((p.resolve() for p in (Path(path), ROOT / path) if p.is_file()), None)
+    if f is None: sys.exit(f"--baseline {path}: no such file (a results file of this script, e.g. benchmarks/results/diversity.json)")
+    got = json.loads(f.read_text()).get('answers', {}).get('grpo')
     if not got: sys.exit(f"--baseline {path}: no GRPO runs in it (a results file of this script with grpo among its systems)")
-    return got
+    return (str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f)), [(int(seed), r) for seed, r in got.items()]
 
 
 def main(argv):
@@ -173,6 +180,8 @@ def main(argv):
         a.seeds, a.systems, a.name = [0], ['tb', 'grpo'], None
         extra += ['--model=tiny', '--precision=fp32', '--mode=sync', '--searcher_threads=1', '--steps=2', '--time_limit=null', '--eval_every=0',
                   '--eval_samples=0', '--checkpoint_every=0', '--prefill=8', '--task_args={divisors: [1, 2], n_test: 4}']
+    if a.baseline and 'grpo' in a.systems: sys.exit("--baseline pairs the systems with the GRPO runs of another call: leave grpo out of --systems, or drop --baseline")
+    baseline, base = baseline_grpo(a.baseline) if a.baseline else (None, None)  # refused before any run starts
     out_root = ROOT / (a.out_root or ('runs/diversity_smoke' if a.smoke else f'runs/{a.name}'))  # one folder per measurement
     runs = {s: [] for s in a.systems}
     for seed in a.seeds:
@@ -189,13 +198,13 @@ def main(argv):
     if not runs: sys.exit(f"no measured run in {out_root}")
     res, target = analyse(runs), target_measures(next(iter(runs.values()))[0][1])
     report(res)
-    base = [(int(seed), r) for seed, r in baseline_grpo(a.baseline).items()] if a.baseline else runs.get('grpo')
+    base = base or runs.get('grpo')
     cmp = paired(runs, base) if base else {}
     report_paired(cmp)
     print("target: " + ', '.join(f"{m} {v:.3f}" for m, v in target.items()))
     if a.name:
         dists = {s: {str(seed): compact(r) for seed, r in rs} for s, rs in runs.items()}  # what tutorials/diversity draws
-        (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({'config': a.config, 'overrides': extra, 'results': res, 'vs_grpo': cmp, 'baseline': a.baseline, 'target': target, 'answers': dists}))
+        (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({'config': a.config, 'overrides': extra, 'results': res, 'vs_grpo': cmp, 'baseline': baseline, 'target': target, 'answers': dists}))
     return res
 
 

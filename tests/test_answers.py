@@ -57,11 +57,23 @@ def test_diversity_smoke(tmp_path):
             assert abs(sum(row['policy']) - 1) < 1e-9 and abs(sum(row['target']) - 1) < 1e-9
             lp = answer_logprobs(ref, tok, encode_prompts(tok, [p.messages])[0], row['answers'], digit_tokens(tok))
             assert torch.allclose(torch.tensor(row['target'], dtype=torch.float64), answer_target(lp, got['beta']), atol=1e-9)  # the untrained model's
-    # the paired comparison with GRPO: GRPO against itself is 0 points away, and its distinct answers minus twice its own are minus its own
+    # the paired comparison with GRPO: TB's gaps are its per-prompt means minus GRPO's; GRPO against itself is 0 points
+    # away, and its distinct answers minus twice its own are minus its own
     runs = {s: [(0, json.loads((tmp_path / f'{s}_seed0' / 'answers.json').read_text()))] for s in res}
-    assert set(mod.paired(runs, runs['grpo'])) == {'tb'}
+    cmp = mod.paired(runs, runs['grpo'])
+    assert set(cmp) == {'tb'} and cmp['tb']['seeds'] == [0]
+    tb, grpo = (mod.per_prompt(runs[s][0][1]) for s in ('tb', 'grpo'))
+    assert math.isclose(cmp['tb']['accuracy_gap']['median'], sum(tb['accuracy']) / len(tb['accuracy']) - sum(grpo['accuracy']) / len(grpo['accuracy']), abs_tol=1e-12)
     same = mod.paired({'copy': runs['grpo']}, runs['grpo'])['copy']
-    assert same['seeds'] == [0] and same['accuracy_gap'] == {'median': 0.0, 'ci': [0.0, 0.0]}
+    assert same['accuracy_gap'] == {'median': 0.0, 'ci': [0.0, 0.0]}
     assert math.isclose(same['distinct_minus_2x_grpo']['median'], -res['grpo']['distinct_correct_64']['median'], rel_tol=1e-9)
-    other = {'copy': [(0, runs['grpo'][0][1] | {'rows': runs['grpo'][0][1]['rows'][::-1]})]}
-    with pytest.raises(ValueError, match='different prompts'): mod.paired(other, runs['grpo'])
+    first = runs['grpo'][0][1]
+    with pytest.raises(ValueError, match='different prompts'): mod.paired({'copy': [(0, first | {'rows': first['rows'][::-1]})]}, runs['grpo'])
+    moved = [r | {'target': r['target'][::-1]} for r in first['rows']]
+    with pytest.raises(ValueError, match='different targets'): mod.paired({'copy': [(0, first | {'rows': moved})]}, runs['grpo'])
+    # --baseline: GRPO's runs from a results file (seeds as its string keys), the same pairing; refused beside this call's grpo
+    (tmp_path / 'base.json').write_text(json.dumps({'answers': {'grpo': {'0': mod.compact(first)}}}))
+    name, base = mod.baseline_grpo(str(tmp_path / 'base.json'))
+    assert name == str(tmp_path / 'base.json') and math.isclose(mod.paired(runs, base)['tb']['accuracy_gap']['median'], cmp['tb']['accuracy_gap']['median'], abs_tol=1e-5)
+    with pytest.raises(SystemExit, match='leave grpo out'): mod.main(['--smoke', '--report', '--out_root', str(tmp_path), '--baseline', str(tmp_path / 'base.json')])
+    with pytest.raises(SystemExit, match='no GRPO runs'): mod.baseline_grpo(str(tmp_path / 'tb_seed0' / 'answers.json'))
