@@ -148,11 +148,12 @@ def report_paired(cmp:dict):
     "The paired gaps, and whether each half of the goal is shown beyond the noise"
     for s, r in cmp.items():
         (acc, alo, ahi), (d, lo, hi) = [(r[m]['median'], *r[m]['ci']) for m in ('accuracy_gap', 'distinct_minus_2x_grpo')]
-        near = 'within 5 points' if alo >= -0.05 else 'more than 5 points below' if ahi < -0.05 else 'within the noise of 5 points'
-        twice = '2x shown' if lo >= 0 else 'below 2x' if hi < 0 else 'within the noise of 2x'
+        near_shown, twice_shown = alo >= -0.05, lo >= 0
+        near = 'within 5 points' if near_shown else 'more than 5 points below' if ahi < -0.05 else 'within the noise of 5 points'
+        twice = '2x shown' if twice_shown else 'below 2x' if hi < 0 else 'within the noise of 2x'
         print(f"{s} against GRPO, paired by seed (seeds {' '.join(map(str, r['seeds']))}) and prompt: accuracy {100 * acc:+.1f} points "
               f"[{100 * alo:+.1f}, {100 * ahi:+.1f}] ({near}); distinct right answers minus 2x GRPO's {d:+.2f} [{lo:+.2f}, {hi:+.2f}] ({twice}): "
-              f"the goal's accuracy and 2x conditions {'both shown' if alo >= -0.05 and lo >= 0 else 'not both shown'}")
+              f"the goal's accuracy and 2x conditions {'both shown' if near_shown and twice_shown else 'not both shown'}")
 
 
 def baseline_grpo(path:str) -> tuple:
