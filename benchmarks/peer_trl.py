@@ -37,6 +37,8 @@ def clock_schedule(cfg):
 
 def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None, keep_policy:bool=False):
     "TRL's GRPOTrainer on `cfg`'s job for cfg.time_limit minutes of training; evaluations as tba_kit's, into `out` (`keep_policy`: its final weights too)"
+    if cfg.temperature_final is not None:
+        raise ValueError(f"temperature_final={cfg.temperature_final}: TRL's GRPOTrainer samples at one temperature; drop the anneal for its runs")
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback

@@ -27,7 +27,7 @@ async def raw_round(s:VLLMSearcher, prompts, k:int) -> tuple:
     pids = encode_prompts(s.tok, [p.messages for p in prompts])
     async def one(p):
         out = None
-        async for out in s.engine.generate(v.TokensPrompt(prompt_token_ids=p), s._sampling(k), f"raw-{uuid.uuid4().hex}"): pass
+        async for out in s.engine.generate(v.TokensPrompt(prompt_token_ids=p), s._sampling(k, s.version), f"raw-{uuid.uuid4().hex}"): pass
         return out
     outs = await asyncio.gather(*(one(p) for p in pids))
     return sum(len(c.token_ids) for o in outs for c in o.outputs), time.perf_counter() - t

@@ -76,7 +76,9 @@ class SearchFields(ModelFields):
     search_ratio:float|None = None  # async: searchers make at most prefill + this many completions per completion trained (1.0: as many as the trainer uses), leaving shared cores to the trainer; null: no limit
     sync_every:int = 1  # trainer steps between weight syncs (the paper's k); in sync mode the generating weights lag by up to sync_every - 1 versions
     max_new_tokens:int = 32
-    temperature:float = 1.0
+    temperature:float = 1.0  # sampling temperature (of the weights at version 0 when annealed)
+    temperature_final:float|None = None  # anneal: the sampling temperature moves linearly from `temperature` to this over the first temperature_steps versions of the weights, then stays (set logprob_temperature); null: constant
+    temperature_steps:int = 0  # versions (trainer steps) the anneal takes
     logprob_temperature:float|None = None  # every log-prob (behaviour, reference, policy, eval/kl) of softmax(logits / this); null: temperature, as the paper and TRL; 1.0: raw
     top_p:float = 1.0
     ref_on:str = 'searcher'  # where reference log-probs are computed: 'searcher' or 'trainer'
@@ -145,6 +147,12 @@ class Config(SearchFields):
     def logprob_temp(self) -> float:
         "The temperature every log-prob is computed at: logprob_temperature, or the sampling temperature"
         return self.temperature if self.logprob_temperature is None else self.logprob_temperature
+
+    @property
+    def sampling_temperature(self) -> float|Anneal:
+        "What searchers sample at: `temperature`, or an `Anneal` from it to temperature_final"
+        from tba_kit.searchers import Anneal  # torch: not at import
+        return self.temperature if self.temperature_final is None else Anneal(self.temperature, self.temperature_final, self.temperature_steps)
 
     @property
     def placement_name(self) -> str:
@@ -242,6 +250,15 @@ def check_ranges(self:Config):
     _need(0 <= self.searcher_nice <= 19, 'searcher_nice', f"is a niceness increment and must be in 0..19, got {self.searcher_nice}")
     _need(self.temperature > 0, 'temperature', f"must be > 0, got {self.temperature}")
     _need(self.logprob_temperature is None or self.logprob_temperature > 0, 'logprob_temperature', f"must be > 0 or null (the sampling temperature), got {self.logprob_temperature}")
+    _need(self.temperature_final is not None or self.temperature_steps == 0, 'temperature_steps', "anneals the temperature to temperature_final: "
+          f"set temperature_final too, or temperature_steps: 0 (got {self.temperature_steps})")
+    if self.temperature_final is not None:
+        _need(self.temperature_final > 0, 'temperature_final', f"must be > 0 or null (no anneal), got {self.temperature_final}")
+        _need(self.temperature_steps >= 1, 'temperature_steps', f"the anneal from temperature to temperature_final takes >= 1 steps, got {self.temperature_steps}")
+        _need(self.logprob_temperature is not None, 'logprob_temperature', f"the sampling temperature moves ({self.temperature} -> {self.temperature_final}): "
+              "set the temperature log-probs are computed at (1.0: the model's own distribution)")
+        _need(self.engine != 'vllm' or self.logprob_temperature == 1, 'logprob_temperature', "vLLM reports log-probs raw or at the sampling temperature, "
+              f"which moves: use 1.0 (got {self.logprob_temperature})")
     if self.engine == 'vllm' and self.logprob_temp != 1:
         _need(self.ref_on == 'trainer', 'ref_on', f"vLLM's reference engine gives untempered log-probs only: with tempered log-probs (logprob temperature "
               f"{self.logprob_temp}) the trainer computes the reference; set ref_on: trainer, or logprob_temperature: 1.0")

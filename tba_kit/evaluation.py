@@ -83,7 +83,7 @@ def kl_to_reference(
     samples:int=4,  # completions sampled per prompt
     max_new_tokens:int=32,
     batch_size:int=64,
-    temperature:float=1.,  # KL between the policies tempered by this (the distribution the searchers sample from)
+    temperature:float=1.,  # KL between the policies tempered by this (the run's logprob temperature)
 ) -> float:
     "Monte-Carlo KL(pi_T || ref_T) in nats per completion: mean of log pi_T(y|x) - log ref_T(y|x) over fresh samples y ~ pi_T"
     groups = generate_completions(model, tokenizer, prompt_ids, k=samples, max_new_tokens=max_new_tokens, temperature=temperature, batch_size=batch_size)

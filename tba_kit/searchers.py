@@ -23,9 +23,9 @@ from .weights import CHANNELS, WeightChannel, WeightHandle, install_state
 
 # %% auto #0
 __all__ = ['ENGINES', 'PLACEMENTS', 'Searcher', 'SearcherError', 'SearcherLost', 'PendingWeights', 'Completion', 'Rollouts',
-           'pack_group', 'unpack_group', 'SearchResult', 'SearcherBase', 'Generator', 'HFSearcher', 'plain_model',
-           'Engine', 'HFEngine', 'engine_class', 'engine_arguments', 'engine_of', 'config_error', 'Placement', 'Inline',
-           'placement_of']
+           'pack_group', 'unpack_group', 'SearchResult', 'SearcherBase', 'Anneal', 'temperature_at',
+           'logprob_temperature_of', 'Generator', 'HFSearcher', 'plain_model', 'Engine', 'HFEngine', 'engine_class',
+           'engine_arguments', 'engine_of', 'config_error', 'Placement', 'Inline', 'placement_of']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -80,8 +80,10 @@ class PendingWeights:
 
     def restore(self):
         "After a worker restart: install again the reference and the policy the lost worker ran on (unless newer ones wait)"
+        if (h := self.load or self.current) is None: return
+        h.hold()  # queueing the reference first releases the waiting policy: keep it
         if self.reset is None and self.ref is not None: self.add(self.ref, True)
-        if (h := self.load or self.current) is not None: self.add(h, False)
+        self.add(h, False); h.release()
 
 # %% ../nbs/07_searchers.ipynb #4101ba9c
 class Completion(NamedTuple):
@@ -133,6 +135,7 @@ class SearchResult:
 class SearcherBase:
     "A searcher from an engine: subclasses implement `_generate(messages, k) -> (version, [[Completion]] per prompt, load seconds)` and `load_weights`"
     version, name, reward, reward_timeout, restarts = 0, 'searcher', None, None, 0  # reward_timeout: seconds a reward batch may take
+    temperature = None  # the sampling temperature (a number or an `Anneal` of the version), reported as search/temperature; None: not reported
     async def start(self): return self  # engines that need starting (a process, a vLLM engine) override it
 
     async def search(self, prompts:Sequence[Prompt], k:int) -> SearchResult:
@@ -149,6 +152,7 @@ class SearcherBase:
         tokens = sum(len(c.ids) for _, c in flat)
         m = {'search/tokens': tokens, 'search/seconds': gen_s, 'search/tokens_per_s': tokens / max(gen_s, 1e-9),
              'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version}
+        if self.temperature is not None: m['search/temperature'] = temperature_at(self.temperature, version)
         if load_s is not None: m['sync/load_seconds'] = load_s
         if self.restarts: m['search/restarts'] = self.restarts  # of its worker, so far
         return SearchResult(trajs, m)
@@ -160,12 +164,38 @@ class SearcherBase:
     def state_dict(self) -> dict: return {}  # what a checkpoint keeps of a searcher (its position in a random stream)
     def load_state_dict(self, state:dict): pass
 
+# %% ../nbs/07_searchers.ipynb #anneal
+@dataclass(frozen=True)
+class Anneal:
+    "A sampling temperature that moves linearly from `start` to `end` over the first `steps` versions of the weights, then stays at `end`"
+    start:float
+    end:float
+    steps:int
+    def __post_init__(self):
+        for name in ('start', 'end'):
+            if not getattr(self, name) > 0: raise ValueError(f"Anneal {name} must be a temperature > 0, got {getattr(self, name)!r}")
+        if not (isinstance(self.steps, int) and self.steps >= 1): raise ValueError(f"Anneal steps must be an int >= 1, got {self.steps!r}")
+
+    def __call__(self, version:int) -> float: return self.end if version >= self.steps else self.start + (self.end - self.start) * version / self.steps
+
+def temperature_at(temperature:float|Anneal, version:int) -> float:
+    "The temperature weights of `version` sample at"
+    return temperature(version) if isinstance(temperature, Anneal) else temperature
+
+def logprob_temperature_of(temperature:float|Anneal, logprob_temperature:float|None) -> float:
+    "The temperature of behaviour and reference log-probs: `logprob_temperature`, else the sampling temperature (which must not move)"
+    if logprob_temperature is not None: return logprob_temperature
+    if isinstance(temperature, Anneal):
+        raise ValueError(f"temperature={temperature} moves during the run: set logprob_temperature, the temperature log-probs are computed at "
+                         "(1.0: the model's own distribution)")
+    return temperature
+
 # %% ../nbs/07_searchers.ipynb #e2aa2ec8
 class Generator:
     "The model side of a searcher: policy, reference, generation; used in-process and inside worker processes"
     def __init__(self, model, tokenizer, ref='copy', gen:dict|None=None):
         self.model, self.tok, self.gen = model.eval(), tokenizer, dict(gen or {})
-        if self.gen.get('logprob_temperature') is None: self.gen['logprob_temperature'] = self.gen.get('temperature', 1.)  # as sampled
+        self.gen['logprob_temperature'] = logprob_temperature_of(self.gen.get('temperature', 1.), self.gen.get('logprob_temperature'))
         self.ref = copy.deepcopy(model).eval() if ref == 'copy' else (ref.eval() if ref is not None else None)
         self.version, self.pending = 0, PendingWeights()
 
@@ -182,7 +212,7 @@ class Generator:
     def run(self, prompts, k, loads):
         load_s = self.apply_pending(loads)
         pids = encode_prompts(self.tok, prompts)
-        groups = generate_completions(self.model, self.tok, pids, k=k, **self.gen)
+        groups = generate_completions(self.model, self.tok, pids, k=k, **self.gen | dict(temperature=temperature_at(self.gen.get('temperature', 1.), self.version)))
         flatp = [p for p, g in zip(pids, groups) for _ in g]
         flatc = [c for g in groups for c, _ in g]
         refs = (sequence_logprob_sums(self.ref, flatp, [c.tolist() for c in flatc], self.tok.pad_token_id, self.gen.get('batch_size', 64),
@@ -198,11 +228,13 @@ class HFSearcher(SearcherBase):
                  model:nn.Module, tokenizer,
                  reward=None,  # TRL-style reward function (usually `task.reward`)
                  ref:nn.Module|str|None='copy',  # reference model: 'copy' of `model`, a model, or None (trainer computes it)
-                 max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0,
+                 max_new_tokens:int=32,
+                 temperature:float|Anneal=1.0,  # sampling temperature: a number, or an `Anneal` over the weights' versions
+                 top_p:float=1.0, top_k:int=0,
                  logprob_temperature:float|None=None,  # behaviour and reference log-probs of softmax(logits / this) (None: `temperature`)
                  batch_size:int=64,  # rows per generate call
                  name:str='hf0'):
-        self.reward, self.name = reward, name
+        self.reward, self.name, self.temperature = reward, name, temperature
         self._gen = Generator(model, tokenizer, ref, dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
                                                            logprob_temperature=logprob_temperature, batch_size=batch_size))
         self._pending, self._lock = self._gen.pending, asyncio.Lock()
@@ -255,7 +287,7 @@ class HFEngine(Engine):
         cfg = self.cfg
         dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
         return HFSearcher(copy.deepcopy(plain_model(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if cfg.ref_on == 'searcher' else None,
-                          max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature,
+                          max_new_tokens=cfg.max_new_tokens, temperature=cfg.sampling_temperature, top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature,
                           top_k=self.top_k, batch_size=self.batch_size, name=f'hf{i}')
 
     def worker_args(self, i:int) -> dict: return super().worker_args(i) | dict(top_k=self.top_k, batch_size=self.batch_size)

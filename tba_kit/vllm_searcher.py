@@ -15,7 +15,7 @@ from fastcore.basics import patch
 import torch
 
 from .models import resolve_model
-from .searchers import Completion, Engine, SearcherBase, SearcherError, PendingWeights, pack_group
+from .searchers import Anneal, Completion, Engine, SearcherBase, SearcherError, PendingWeights, logprob_temperature_of, pack_group, temperature_at
 from .weights import WeightHandle, ram_dir, save_flat
 from .tasks import encode_prompts
 
@@ -58,6 +58,9 @@ def engine_kwargs(dtype:str='bfloat16', max_model_len:int=2048, kv_cache_gib:flo
 def _logprobs_mode(logprob_temperature:float, gen:dict, ref:bool) -> str:
     "vLLM's logprobs_mode that gives log-probs at `logprob_temperature`, or a ValueError saying which setting cannot"
     if logprob_temperature == 1: return 'raw_logprobs'
+    if isinstance(gen['temperature'], Anneal):
+        raise ValueError(f"temperature={gen['temperature']} moves during the run and vLLM reports log-probs raw or at the sampling temperature: "
+                         f"use logprob_temperature=1.0 (got {logprob_temperature})")
     if ref: raise ValueError(f"logprob_temperature={logprob_temperature}: vLLM's reference engine computes prompt log-probs without "
                              "temperature; let the trainer compute tempered reference log-probs (ref=False; in a config ref_on: trainer)")
     if logprob_temperature != gen['temperature'] or gen['top_p'] < 1 or gen['top_k'] > 0:
@@ -156,7 +159,9 @@ class VLLMSearcher(SearcherBase):
                  reward=None,  # TRL-style reward function (usually `task.reward`)
                  dtype:str='bfloat16',
                  ref:bool=True,  # reference log-probs from a second engine holding the initial (or last reset) weights
-                 max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0,
+                 max_new_tokens:int=32,
+                 temperature:float|Anneal=1.0,  # sampling temperature: a number, or an `Anneal` over the weights' versions (then logprob_temperature 1.0)
+                 top_p:float=1.0, top_k:int=0,
                  logprob_temperature:float|None=None,  # behaviour log-probs of softmax(logits / this): None (= temperature) or 1.0 (raw)
                  seed:int=0,  # the engine's sampling seed
                  max_model_len:int=2048,  # longest prompt + completion
@@ -167,10 +172,10 @@ class VLLMSearcher(SearcherBase):
                  engine_kw:dict|None=None,  # more vLLM engine arguments
                  name:str='vllm0',
                  timeout:float=600.):  # seconds allowed for start-up, one search, or one weight sync
-        self.model, self.reward, self.name, self.timeout, self.version = model, reward, name, timeout, 0
+        self.model, self.reward, self.name, self.timeout, self.version, self.temperature = model, reward, name, timeout, 0, temperature
         self.gen = dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k)
         self.engine_cfg = dict(dtype=dtype, max_model_len=max_model_len, enforce_eager=enforce_eager, seed=seed, engine_kw=engine_kw)
-        self.logprobs_mode = _logprobs_mode(temperature if logprob_temperature is None else logprob_temperature, self.gen, ref)
+        self.logprobs_mode = _logprobs_mode(logprob_temperature_of(temperature, logprob_temperature), self.gen, ref)
         self.kv, self.ref_kv, self.ref, self.cpu_threads = kv_cache_gib, ref_kv_cache_gib, ref, cpu_threads
         self.engine = self.ref_engine = self.tok = self.transport = None
         self._pending, self._sync_task, self._sync_error, self._load_s = PendingWeights(), None, None, None
@@ -237,9 +242,9 @@ async def _requests(self:VLLMSearcher, engine, reqs:list, what:str) -> list:
 
 # %% ../nbs/07b_vllm.ipynb #f91d6eee
 @patch
-def _sampling(self:VLLMSearcher, k:int):
+def _sampling(self:VLLMSearcher, k:int, version:int):
     v, g = import_vllm(), self.gen
-    return v.SamplingParams(n=k, max_tokens=g['max_new_tokens'], temperature=g['temperature'], top_p=g['top_p'],
+    return v.SamplingParams(n=k, max_tokens=g['max_new_tokens'], temperature=temperature_at(g['temperature'], version), top_p=g['top_p'],
                             top_k=g['top_k'], logprobs=0, output_kind=v.RequestOutputKind.FINAL_ONLY,
                             stop_token_ids=self.eos, detokenize=False)
 
@@ -268,7 +273,7 @@ async def _generate(self:VLLMSearcher, prompts, k):
         raise ValueError(f"searcher {self.name!r}: a prompt of {longest} tokens plus max_new_tokens={self.gen['max_new_tokens']} "
                          f"exceeds max_model_len={limit}: raise max_model_len")
     version = self.version  # the weights every request starts with
-    outs = await self._requests(self.engine, [(p, self._sampling(k)) for p in pids], 'search')
+    outs = await self._requests(self.engine, [(p, self._sampling(k, version)) for p in pids], 'search')
     flatp = [p for p, o in zip(pids, outs) for _ in o.outputs]
     flatc = [list(c.token_ids) for o in outs for c in o.outputs]
     flatlp = [[d[t].logprob for t, d in zip(c.token_ids, c.logprobs)] for o in outs for c in o.outputs]
@@ -361,7 +366,7 @@ class VLLMEngine(Engine):
         return dict(model=cfg.model, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', seed=cfg.seed + 1000 * (i + 1),
                     max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
                     cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw, name=f'vllm{i}', timeout=cfg.search_timeout,
-                    max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                    max_new_tokens=cfg.max_new_tokens, temperature=cfg.sampling_temperature, top_p=cfg.top_p,
                     logprob_temperature=cfg.logprob_temperature, top_k=self.top_k, ref_kv_cache_gib=self.ref_kv_cache_gib)
 
     def searcher(self, task, policy, tokenizer, i:int) -> VLLMSearcher: return VLLMSearcher(reward=task.reward, **self.settings(i))

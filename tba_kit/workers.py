@@ -14,7 +14,8 @@ import torch
 
 from .core import Registry
 from .models import load_model
-from .searchers import Generator, PendingWeights, Placement, SearcherBase, SearcherError, SearcherLost, config_error, engine_of, pack_group, unpack_group
+from .searchers import (Anneal, Generator, PendingWeights, Placement, SearcherBase, SearcherError, SearcherLost, config_error, engine_of,
+                               logprob_temperature_of, pack_group, unpack_group)
 from .weights import WeightHandle
 
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
@@ -83,7 +84,7 @@ class ProcessSearcher(SearcherBase):
                  threads:int=1,  # torch threads of the worker
                  nice:int=0,  # added to the worker's CPU niceness (0-19): > 0 lets the trainer's threads go first on shared cores
                  seed:int|None=None,  # the worker's torch seed
-                 max_new_tokens:int=32, temperature:float=1.0, top_p:float=1.0, top_k:int=0, batch_size:int=64,
+                 max_new_tokens:int=32, temperature:float|Anneal=1.0, top_p:float=1.0, top_k:int=0, batch_size:int=64,
                  logprob_temperature:float|None=None,  # behaviour and reference log-probs of softmax(logits / this) (None: `temperature`)
                  name:str='proc0',
                  timeout:float=600.,  # seconds allowed for one search
@@ -93,6 +94,7 @@ class ProcessSearcher(SearcherBase):
                  generator:str|None=None,  # 'module:Name': Name(spec) is the worker's generator (has `run_packed`; `Engine.worker`), None: a transformers model's
                  worker:dict|None=None):  # settings for that generator (spec['worker'])
         self.reward, self.name, self.timeout, self.start_timeout, self.version = reward, name, timeout, start_timeout, 0
+        self.temperature = temperature; logprob_temperature_of(temperature, logprob_temperature)  # a moving temperature needs a fixed one for log-probs
         self.max_restarts, self.restarts, self.searches = max_restarts, 0, 0
         if not 0 <= nice <= 19: raise ValueError(f"nice must be in 0..19, got {nice}")
         self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny, generator=generator, worker=worker,
@@ -204,7 +206,7 @@ def worker_kwargs(cfg, task, i:int) -> dict:
     "Arguments of `ProcessSearcher` (and of the Ray searcher, which extends it) for searcher `i` of a run"
     return dict(model=cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', threads=cfg.searcher_threads,
                 nice=cfg.searcher_nice, seed=cfg.seed + 1000 * (i + 1), timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
-                tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.sampling_temperature, top_p=cfg.top_p,
                 logprob_temperature=cfg.logprob_temperature) | engine_of(cfg).worker_args(i)  # the engine's worker side and its settings
 
 # %% ../nbs/07a_workers.ipynb #577c88e6

@@ -67,15 +67,20 @@ def test_resume_continues_exactly(tmp_path, placement):
 
 
 def test_async_resume_and_process_searchers(tmp_path):
-    "Async run with two searcher processes, checkpoint, resume; no process is left behind"
+    """Async run with two searcher processes, checkpoint, resume; no process is left behind. The searchers anneal their
+    temperature by the version of their weights: 1.5 at version 0, 1.0 from version 2, also after the resume"""
     before = children()
-    kw = dict(TINY, task='t_vowels', searchers=2, placement='process', eval=False)
+    kw = dict(TINY, task='t_vowels', searchers=2, placement='process', eval=False, temperature=1.5, temperature_final=1., temperature_steps=2,
+              logprob_temperature=1., max_staleness=0)  # each step trains on completions of the newest weights: searches finish between steps
     s = asyncio.run(run(steps=2, out_dir=str(tmp_path / 'r'), **kw))
-    s = asyncio.run(run(steps=3, out_dir=str(tmp_path / 'r'), resume=tmp_path / 'r', **kw))
-    assert s.steps == 3
+    s = asyncio.run(run(steps=4, out_dir=str(tmp_path / 'r'), resume=tmp_path / 'r', **kw))
+    assert s.steps == 4
     rows = [json.loads(l) for l in open(tmp_path / 'r' / 'metrics.jsonl')]
-    assert [r['train/step'] for r in rows] == [1, 2, 3]
+    assert [r['train/step'] for r in rows] == [1, 2, 3, 4]
     assert all(r['sync/seconds'] > 0 for r in rows) and any('search/tokens_per_s' in r for r in rows)
+    temps = [r.get('search/temperature') for r in rows]
+    assert temps[0] == 1.5 and 1.25 <= temps[1] < 1.5, temps  # version 0's searches, then version 1's (and some of 0's still in flight)
+    assert temps[2:] == [1., 1.], temps  # the resumed searchers start on version 2's weights
     assert children() <= before
 
 
