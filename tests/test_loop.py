@@ -79,7 +79,7 @@ def test_async_resume_and_process_searchers(tmp_path):
     assert [r['train/step'] for r in rows] == [1, 2, 3, 4]
     assert all(r['sync/seconds'] > 0 for r in rows) and any('search/tokens_per_s' in r for r in rows)
     temps = [r.get('search/temperature') for r in rows]
-    assert temps[0] == 1.5 and 1.25 <= temps[1] < 1.5, temps  # version 0's searches, then version 1's (and some of 0's still in flight)
+    assert 1.25 < temps[0] <= 1.5 and 1.25 <= temps[1] < 1.5, temps  # version 0's searches (a version-1 one may finish first), then version 1's
     assert temps[2:] == [1., 1.], temps  # the resumed searchers start on version 2's weights
     assert children() <= before
 
