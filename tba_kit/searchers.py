@@ -234,13 +234,15 @@ class HFSearcher(SearcherBase):
                  logprob_temperature:float|None=None,  # behaviour and reference log-probs of softmax(logits / this) (None: `temperature`)
                  batch_size:int=64,  # rows per generate call
                  name:str='hf0'):
-        self.reward, self.name, self.temperature = reward, name, temperature
+        self.reward, self.name = reward, name
         self._gen = Generator(model, tokenizer, ref, dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
                                                            logprob_temperature=logprob_temperature, batch_size=batch_size))
         self._pending, self._lock = self._gen.pending, asyncio.Lock()
 
     @property
     def version(self) -> int: return self._gen.version
+    @property
+    def temperature(self) -> float|Anneal: return self._gen.gen['temperature']
 
     async def _generate(self, prompts, k):
         async with self._lock:

@@ -172,7 +172,7 @@ class VLLMSearcher(SearcherBase):
                  engine_kw:dict|None=None,  # more vLLM engine arguments
                  name:str='vllm0',
                  timeout:float=600.):  # seconds allowed for start-up, one search, or one weight sync
-        self.model, self.reward, self.name, self.timeout, self.version, self.temperature = model, reward, name, timeout, 0, temperature
+        self.model, self.reward, self.name, self.timeout, self.version = model, reward, name, timeout, 0
         self.gen = dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k)
         self.engine_cfg = dict(dtype=dtype, max_model_len=max_model_len, enforce_eager=enforce_eager, seed=seed, engine_kw=engine_kw)
         self.logprobs_mode = _logprobs_mode(logprob_temperature_of(temperature, logprob_temperature), self.gen, ref)
@@ -205,6 +205,9 @@ class VLLMSearcher(SearcherBase):
             except BaseException: await self.aclose(); raise
         self._kick()
         return self
+
+    @property
+    def temperature(self) -> float|Anneal: return self.gen['temperature']
 
     def __repr__(self):
         state = 'stopped' if self.engine is None else 'running'

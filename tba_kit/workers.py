@@ -15,7 +15,7 @@ import torch
 from .core import Registry
 from .models import load_model
 from .searchers import (Anneal, Generator, PendingWeights, Placement, SearcherBase, SearcherError, SearcherLost, config_error, engine_of,
-                               logprob_temperature_of, pack_group, unpack_group)
+    logprob_temperature_of, pack_group, unpack_group)
 from .weights import WeightHandle
 
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
@@ -94,7 +94,7 @@ class ProcessSearcher(SearcherBase):
                  generator:str|None=None,  # 'module:Name': Name(spec) is the worker's generator (has `run_packed`; `Engine.worker`), None: a transformers model's
                  worker:dict|None=None):  # settings for that generator (spec['worker'])
         self.reward, self.name, self.timeout, self.start_timeout, self.version = reward, name, timeout, start_timeout, 0
-        self.temperature = temperature; logprob_temperature_of(temperature, logprob_temperature)  # a moving temperature needs a fixed one for log-probs
+        logprob_temperature_of(temperature, logprob_temperature)  # refuses a moving temperature without a fixed one for log-probs
         self.max_restarts, self.restarts, self.searches = max_restarts, 0, 0
         if not 0 <= nice <= 19: raise ValueError(f"nice must be in 0..19, got {nice}")
         self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny, generator=generator, worker=worker,
@@ -115,6 +115,9 @@ class ProcessSearcher(SearcherBase):
         except BaseException: await self.aclose(); raise
         if msg[0] != 'ready': await self.aclose(); raise SearcherError(f"searcher {self.name!r} failed to start: {msg[1]}\n{msg[2]}")
         return self
+
+    @property
+    def temperature(self) -> float|Anneal: return self.spec['gen']['temperature']
 
     def __repr__(self):
         state = 'stopped' if self.proc is None else f"pid {self.proc.pid}"
