@@ -63,7 +63,7 @@ def main():
     systems = {}
     for spec in a.runs:
         name, sep, pattern = spec.partition('=')
-        runs = sorted(Path(p) for p in glob.glob(pattern))
+        runs = sorted(Path(p) for p in glob.glob(pattern) if Path(p).is_dir())  # a run's log beside its folder is not a run
         if not sep or not runs: ap.error(f"--runs {spec!r}: give system=glob matching run folders (found {len(runs)})")
         systems[name] = runs
     embedder = default_embedder()
