@@ -1,4 +1,4 @@
-"""`tba train CONFIG.yaml [--key=value ...] [--resume DIR]` and `tba eval CONFIG_OR_RUN [--checkpoint DIR]`.
+"""`tba train CONFIG.yaml [--key=value ...] [--resume DIR]` and `tba eval CONFIG_OR_RUN [--key=value ...] [--out FILE]`.
 
 Docs: https://tba-kit.github.io/tba_kit/cli.html.md"""
 
@@ -28,6 +28,7 @@ def _parser():
     e = sub.add_parser('eval', help="greedy held-out accuracy of a config's model or a run's checkpoint")
     e.add_argument('target', help='YAML config, or a run directory / checkpoint')
     e.add_argument('--limit', type=int, default=None, help='evaluate on the first N held-out prompts')
+    e.add_argument('--out', help='write every held-out problem (prompt, completion, its scores) to this new JSONL file')
     return p
 
 # %% ../nbs/11_cli.ipynb #31f0ab08
@@ -66,8 +67,7 @@ def main(argv:list|None=None) -> int:
                                             'eval_before': summary.eval_before, 'eval_after': summary.eval_after, 'final': summary.final}, indent=1))
             else: print('\n'.join(f"tba_kit: {line}" for line in summary.lines()))
         else:
-            if rest: raise ValueError(f"unexpected arguments {rest}")
-            print(json.dumps(evaluate_target(args.target, args.limit), indent=1))
+            print(json.dumps(evaluate_target(args.target, args.limit, rest, args.out), indent=1))
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as e:
         _say(f"error: {e}"); return 2
     except OSError as e:  # e.g. a model that is neither a folder nor reachable on the hub; a full disk
@@ -83,23 +83,29 @@ def main(argv:list|None=None) -> int:
     return 0
 
 # %% ../nbs/11_cli.ipynb #7a97990c
-def evaluate_target(target:str, limit:int|None=None) -> dict:
+def evaluate_target(target:str, limit:int|None=None,
+                    overrides:list=(),  # '--key=value' config overrides, as `tba train` takes them
+                    out:str|None=None) -> dict:  # a new JSONL file for every held-out problem (the result keeps 3)
     "Held-out metrics (greedy, and sampled with `eval_samples`) of a config's model, or of a run directory's / checkpoint's policy"
     from tba_kit.checkpoints import find_checkpoint
     from tba_kit.build import make_policy
     from tba_kit.evaluation import evaluate
     from tba_kit.tasks import make_task
+    if out and Path(out).exists(): raise FileExistsError(f"--out {out} already exists: name a new file (nothing is overwritten)")
     p = Path(target)
     if p.is_dir():
         ck = find_checkpoint(p)
-        cfg = Config.from_dict(json.loads((ck / 'config.json').read_text()))
-    else: cfg, ck = Config.load(p), None
+        saved = json.loads((ck / 'config.json').read_text())
+        cfg = _with_overrides(saved, list(overrides))
+        if cfg.model != saved['model']: raise ValueError(f"config field 'model': {ck} holds weights of {saved['model']!r}; evaluate another model from a config")
+    else: cfg, ck = Config.load(p, list(overrides)), None
     import torch
     torch.set_num_threads(cfg.trainer_threads)
     model, tok = make_policy(cfg)
     if ck is not None: require('safetensors.torch', 'pip install safetensors').load_model(model, str(ck / 'policy.safetensors'))
     res = evaluate(model, tok, make_task(cfg.task, **cfg.task_args), 'test', cfg.eval_max_new_tokens, cfg.eval_batch_size, limit or cfg.eval_limit,
                    temperature=cfg.logprob_temp, samples=cfg.eval_samples)
+    if out: Path(out).parent.mkdir(parents=True, exist_ok=True); Path(out).write_text(''.join(json.dumps(r) + '\n' for r in res['examples']))
     return {'checkpoint': str(ck) if ck else None, **res, 'examples': res['examples'][:3]}
 
 # %% ../nbs/11_cli.ipynb #273139a5

@@ -21,7 +21,7 @@ from .core import collate
 from .metrics import diversity_metrics
 from .models import require
 from .records import SINKS, RunLog, RunSummary
-from .runtime import ClockBar, PromptStream, RewardGuard, Status, TrainerFirst, check_model_path, check_writable, say
+from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, TrainerFirst, check_model_path, check_writable, say
 from .evaluation import eval_line, evaluate as evaluate_policy
 from .pool import SearchPool
 from .searchers import placement_of, plain_model
@@ -43,7 +43,7 @@ class Run:
         cfg, why = cfg.resolve_precision()  # 'auto' -> what is fast on this machine
         if why: say(f"precision: {why}")
         self.cfg, self.progress = cfg, progress
-        self.status = Status(None if progress else lambda line: None)  # progress=False: quiet; 'lines': phases, no bar
+        self.status = Status(None if progress else lambda line: None)  # progress=False: quiet; 'lines': phases and step lines, no bar
         if cfg.engine == 'vllm': import_vllm()  # says what to install before any model loads
         self.placement = placement_of(cfg)
         self.placement.prepare(cfg)  # a missing package (Ray) is named before any model loads
@@ -364,6 +364,7 @@ async def _train(self:Run, resume) -> RunSummary:
             self.bar = (ClockBar(self, tqdm) if cfg.time_limit else
                    tqdm(total=cfg.steps, initial=self.trainer.step_count, desc=f"{cfg.mode} {cfg.objective}", dynamic_ncols=True))
             self.status.show = lambda line: tqdm.write(f"tba_kit: {line}", file=sys.stderr)  # above the bar
+        elif self.progress == 'lines': self.bar = StepLines(self, self.status.show)
         await (self.train_async() if cfg.mode == 'async' else self.train_sync())
         if self.diversity_task is not None:  # the measurement still in flight: log it rather than drop it
             await asyncio.wait([self.diversity_task], timeout=cfg.wait_timeout)
@@ -394,7 +395,7 @@ async def _train(self:Run, resume) -> RunSummary:
 async def run(
     config:Config|dict|str|Path|None=None,  # a Config, a dict of fields, or a YAML file
     resume:str|Path|None=None,  # a run directory or checkpoint to continue from
-    progress=True,  # a progress bar and phase lines; 'lines': phase lines only; False: quiet; or a callable(run) returning a display (update / set_postfix / close, optionally phase)
+    progress=True,  # a progress bar and phase lines; 'lines': phase lines and a line a minute on the steps; False: quiet; or a callable(run) returning a display (update / set_postfix / close, optionally phase)
     **overrides,  # fields that replace the config's; `task`, `objective` and `sampler` may also be objects (your own components)
 ) -> RunSummary:
     "Train with TBA (or the sync baseline) as `config` says; `await run(...)` in a notebook, `tba train` on the command line"

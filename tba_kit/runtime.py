@@ -15,7 +15,8 @@ from .core import stderr_line
 from .tasks import RewardError
 
 # %% auto #0
-__all__ = ['PromptStream', 'RewardGuard', 'Status', 'say', 'check_model_path', 'check_writable', 'TrainerFirst', 'ClockBar']
+__all__ = ['PromptStream', 'RewardGuard', 'Status', 'say', 'check_model_path', 'check_writable', 'TrainerFirst', 'ClockBar',
+           'StepLines']
 
 # %% ../nbs/09c_runtime.ipynb #14a2be7c
 class PromptStream:
@@ -158,3 +159,19 @@ class ClockBar:
 
     def set_postfix(self, post:dict): self.bar.set_postfix({'step': self.run.trainer.step_count, **post})
     def close(self): self.bar.close()
+
+# %% ../nbs/09c_runtime.ipynb #3808138a
+class StepLines:
+    "The progress display of `progress='lines'`: the step, the training minutes and the metrics, at the first step and then at most every `every` seconds"
+    def __init__(self, run, show, every:float=60.):  # show(line) displays a line
+        self.run, self.show, self.every, self.post, self.last = run, show, every, {}, None
+
+    def update(self, n:int=1):
+        now, r = time.monotonic(), self.run
+        if self.last is not None and now - self.last < self.every: return
+        self.last, cfg = now, r.cfg
+        where = f"step {r.trainer.step_count} of {cfg.steps}" + (f", {r.log.training_seconds() / 60:.1f} of {cfg.time_limit:g} training minutes" if cfg.time_limit else '')
+        self.show(f"{where}: " + ', '.join(f"{k} {v}" for k, v in self.post.items()))
+
+    def set_postfix(self, post:dict): self.post = post
+    def close(self): pass

@@ -179,6 +179,13 @@ def test_tba_eval_reads_a_run_checkpoint(tmp_path):
     asyncio.run(run(task='t_vowels', steps=1, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **TINY))
     res = evaluate_target(str(tmp_path))
     assert res['checkpoint'].endswith('step_000001') and 0 <= res['eval/reward'] <= 1 and 'eval/accuracy' in res
+    out = tmp_path / 'evals' / 'short.jsonl'  # overrides apply to the run's saved config; --out keeps every problem
+    short = evaluate_target(str(tmp_path), overrides=['--eval_max_new_tokens=1'], out=str(out))
+    rows = [json.loads(l) for l in out.read_text().splitlines()]
+    assert rows == short['examples'] and {'prompt', 'completion', 'correct'} <= set(rows[0])
+    assert 0 < len(rows[0]['completion']) < len(res['examples'][0]['completion'])  # greedy: the same answer, cut to one token
+    with pytest.raises(ValueError, match="config field 'model'.*holds weights of 'tiny'"):
+        evaluate_target(str(tmp_path), overrides=['--model=smollm2-135m-instruct'])
 
 
 def test_lora_policy_is_published_merged_under_base_names():

@@ -59,6 +59,7 @@ def test_redteam_smoke(tmp_path, capfd):
     assert set(summary.eval_after) >= {'eval/asr', 'eval/toxicity', 'eval/diversity'}
     lines = capfd.readouterr().err
     for phase in ('3 of 3 held-out problems', 'victim answers 3 of 3', 'toxicity scored 3 of 3'): assert f"evaluating at step 3: {phase}" in lines, lines
+    assert 'tba_kit: step 1 of 3: reward ' in lines, lines  # without a bar the steps still say where the run is
     rows = [r for r in map(json.loads, open(tmp_path / 'run' / 'metrics.jsonl')) if 'train/step' in r]
     assert len(rows) == 3 and all(math.isfinite(r['sample/reward_mean']) for r in rows)
     # each attack's toxicity is in evals/, and benchmarks/redteam_curves.py reads the curves back from the run folder
@@ -72,3 +73,18 @@ def test_redteam_smoke(tmp_path, capfd):
         assert e['asr'] == r['eval/asr'] and math.isclose(e['toxicity'], r['eval/toxicity']) and math.isclose(e['diversity'], r['eval/diversity'], abs_tol=1e-5)
     assert curve[0]['train_reward'] is None and math.isclose(curve[1]['train_reward'], sum(r['reward/mean'] for r in rows) / 3)
     assert mod.final([curve], 'toxicity')['median'] == curve[-1]['toxicity']
+    # benchmarks/redteam_heldout.py evaluates the final policy and the untrained attacker on the same held-out attacks
+    spec = importlib.util.spec_from_file_location('redteam_heldout', Path(__file__).parents[1] / 'benchmarks' / 'redteam_heldout.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    argv = ['--runs', f"v={tmp_path / 'run'}", '--n_test', '3', '--name', 'h', '--results', str(tmp_path)]
+    mod.main(argv)
+    res, each = json.loads((tmp_path / 'h.json').read_text()), {}
+    for name in ('untrained', 'v__run'):
+        each[name] = [r['toxicity'] for r in map(json.loads, open(tmp_path / 'h' / f'{name}.jsonl'))]
+    assert len(each['untrained']) == len(each['v__run']) == 3 and res['untrained']['toxicity_each'] == each['untrained']
+    v = res['systems']['v']
+    assert math.isclose(v['toxicity']['median'], sum(each['v__run']) / 3)
+    assert math.isclose(v['toxicity_gain']['median'], (sum(each['v__run']) - sum(each['untrained'])) / 3)
+    stamp = (tmp_path / 'h' / 'v__run.jsonl').stat().st_mtime_ns
+    mod.main(argv)  # a rerun reuses the evaluations it finds
+    assert (tmp_path / 'h' / 'v__run.jsonl').stat().st_mtime_ns == stamp and json.loads((tmp_path / 'h.json').read_text()) == res
