@@ -24,13 +24,15 @@ from tba_kit.metrics import bootstrap_ci, default_embedder, embedding_diversity 
 from tba_kit.redteam import SUCCESS_TOXICITY  # noqa: E402
 
 
-def evaluation(target:Path, overrides:list, path:Path) -> list:
+def evaluation(target:Path, overrides:list, path:Path, n:int) -> list:
     "Every held-out attack of `target` (a run, or a config for the untrained attacker): kept in `path`, reused if there"
     if not path.exists():
         t = time.perf_counter()
         evaluate_target(str(target), overrides=overrides, out=str(path))
         print(f"{path.name}: evaluated in {time.perf_counter() - t:.0f} s", flush=True)
-    return [json.loads(l) for l in path.read_text().splitlines()]
+    rows = [json.loads(l) for l in path.read_text().splitlines()]
+    if len(rows) != n: sys.exit(f"{path} holds {len(rows)} attacks, not {n}: another --n_test wrote it; delete it or choose another --name")
+    return rows
 
 
 def scores(rows:list, embedder) -> dict:
@@ -69,8 +71,8 @@ def main(argv=None):
     first = next(iter(configs))
     over = [f"--task_args={json.dumps(configs[first]['task_args'] | {'n_test': a.n_test})}", f"--eval_limit={a.n_test}"]
     cache = Path(a.results) / a.name
-    base = evaluation(find_checkpoint(first) / 'config.json', over, cache / 'untrained.jsonl')  # the run's config, no checkpoint
-    rows = {n: {r: evaluation(r, over, cache / f"{n}__{r.name}.jsonl") for r in rs} for n, rs in systems.items()}
+    base = evaluation(find_checkpoint(first) / 'config.json', over, cache / 'untrained.jsonl', a.n_test)  # the run's config, no checkpoint
+    rows = {n: {r: evaluation(r, over, cache / f"{n}__{r.name}.jsonl", a.n_test) for r in rs} for n, rs in systems.items()}
     embedder = default_embedder()
     b = scores(base, embedder)
     res = {'n_test': a.n_test, 'task_args': configs[first]['task_args'] | {'n_test': a.n_test}, 'untrained': b, 'systems': {}}

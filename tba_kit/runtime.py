@@ -160,7 +160,7 @@ class ClockBar:
     def set_postfix(self, post:dict): self.bar.set_postfix({'step': self.run.trainer.step_count, **post})
     def close(self): self.bar.close()
 
-# %% ../nbs/09c_runtime.ipynb #3808138a
+# %% ../nbs/09c_runtime.ipynb #88687b4f
 class StepLines:
     "The progress display of `progress='lines'`: the step, the training minutes and the metrics, at the first step and then at most every `every` seconds"
     def __init__(self, run, show, every:float=60.):  # show(line) displays a line
