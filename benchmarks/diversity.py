@@ -31,7 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import timed_run  # noqa: E402
+from evidence import config_of, same_job, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 # tb_z17: TB with log Z starting near the target's, log sum_y pi_ref(y) e^{r/beta} = 1/beta + log P_ref(right) ~ 20 - 3
@@ -42,13 +42,21 @@ SYSTEMS = {'tb': ['--objective=tb'], 'vargrad': ['--objective=vargrad'], 'grpo':
            'tb_z17': ['--objective=tb', '--objective_args={log_z_init: 17.0}']}
 
 
-def train(system:str, seed:int, out:Path, config:str, extra:list, resume:bool) -> float:
-    "One run in its own process (TRL's through peer_trl.py, which keeps its final policy); wall seconds"
+def command(system:str, seed:int, out:Path, config:str, extra:list) -> list:
+    "The command line of one run (TRL's through peer_trl.py, which keeps its final policy)"
     if system == 'trl':
-        cmd = [sys.executable, str(ROOT / 'benchmarks' / 'peer_trl.py'), '--one', '--keep_policy', '--config', config, '--seed', str(seed), '--out', str(out), '--', *extra]
-    else:
-        cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--seed={seed}', f'--out_dir={out}', '--no-progress', *SYSTEMS[system], *extra]
-    return timed_run(cmd, out, resume)
+        return [sys.executable, str(ROOT / 'benchmarks' / 'peer_trl.py'), '--one', '--keep_policy', '--config', config, '--seed', str(seed), '--out', str(out), '--', *extra]
+    return [sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--seed={seed}', f'--out_dir={out}', '--no-progress', *SYSTEMS[system], *extra]
+
+
+def audit(systems:list, config:str, extra:list) -> dict:
+    "Refuse systems that would differ in more than their objective (`same_job`): one model, prompts, reward and evaluation"
+    return same_job({s: config_of(command(s, 0, ROOT / 'runs' / 'audit', config, extra)) for s in systems}, {'objective', 'objective_args'})
+
+
+def train(system:str, seed:int, out:Path, config:str, extra:list, resume:bool) -> float:
+    "One run in its own process; wall seconds"
+    return timed_run(command(system, seed, out, config, extra), out, resume)
 
 
 def measure(run:Path, config:str, seed:int, extra:list) -> dict:
@@ -183,6 +191,7 @@ def main(argv):
                   '--eval_samples=0', '--checkpoint_every=0', '--prefill=8', '--task_args={divisors: [1, 2], n_test: 4}']
     if a.baseline and 'grpo' in a.systems: sys.exit("--baseline pairs the systems with the GRPO runs of another call: leave grpo out of --systems, or drop --baseline")
     baseline, base = baseline_grpo(a.baseline) if a.baseline else (None, None)  # refused before any run starts
+    audit(a.systems, a.config, extra)  # the systems see one job
     out_root = ROOT / (a.out_root or ('runs/diversity_smoke' if a.smoke else f'runs/{a.name}'))  # one folder per measurement
     runs = {s: [] for s in a.systems}
     for seed in a.seeds:

@@ -1,7 +1,10 @@
-"""Shared by the comparison benchmarks: read runs (tba_kit's or a peer's, written in tba_kit's run-folder format),
-their held-out accuracy per problem at every evaluation, intervals over problems and seeds, time to reach an accuracy,
-and an SVG of accuracy against minutes (median over seeds and the band of their range)."""
-import json, shutil, statistics, subprocess, sys, time
+"""Shared by the comparison benchmarks: read runs (tba_kit's or a peer's, written in tba_kit's run-folder format, or
+the compact record `keep_record` makes of one, which is committed beside the results), their held-out accuracy per
+problem at every evaluation, intervals over problems and seeds, time to reach an accuracy, the harness checks (the
+arms of a comparison see one job and are evaluated on the same problems; a run whose training reward rose while its
+held-out accuracy did not is a harness failure), provenance, and an SVG of accuracy against minutes (median over
+seeds and the band of their range)."""
+import hashlib, json, shutil, statistics, subprocess, sys, time
 from pathlib import Path
 
 import numpy as np
@@ -24,21 +27,61 @@ def timed_run(cmd:list, out:Path, resume:bool=False, drop_checkpoints:bool=False
     return wall
 
 
+def rel(path:Path) -> str:
+    "A path as a results file names it: relative to the repository when inside it"
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def is_record(run) -> bool: return Path(run).suffix == '.json'
+
+
+ROW_KEYS = ('step', 'train/step', 'time/seconds', 'time/train_seconds', 'train/step_seconds', 'train/wait_seconds', 'train/generate_seconds',
+            'train/rows', 'train/staleness', 'train/lr', 'train/grad_norm', 'reward/mean', 'search/completions', 'buffer/staleness_mean',
+            'sample/recent_slots', 'sample/recent_fallback', 'sample/short_groups',
+            'eval/accuracy', 'eval/sampled_accuracy')  # what a record keeps of each metrics row
+
+
 def rows(run:Path) -> list:
+    "A run's metrics rows (a record: the keys in ROW_KEYS)"
+    if is_record(run): return json.loads(Path(run).read_text())['rows']
     return [json.loads(l) for l in open(Path(run) / 'metrics.jsonl')]
 
 
+def problems_key(prompts:list) -> str:
+    "A short fingerprint of the held-out problems an evaluation scored, in order"
+    return hashlib.sha1('\n'.join(map(str, prompts)).encode()).hexdigest()[:16]
+
+
 def evaluations(run:Path) -> list:
-    "Every evaluation of a run: dicts of step, wall seconds since start, training seconds, accuracy, and per-problem correctness"
+    "Every evaluation of a run: dicts of step, wall seconds since start, training seconds, accuracy, per-problem correctness, the problems' fingerprint"
+    kept = json.loads(Path(run).read_text())['evals'] if is_record(run) else None
     out = []
     for r in rows(run):
         if 'eval/accuracy' not in r: continue
-        f = Path(run) / 'evals' / f"step_{r['step']:06d}.jsonl"
-        per = [json.loads(l) for l in open(f)] if f.exists() else []
+        if kept is not None:
+            e = kept[str(r['step'])]
+            correct, sampled_each, key = [float(c) for c in e['correct']], e.get('sampled_each', []), e['problems']
+        else:
+            f = Path(run) / 'evals' / f"step_{r['step']:06d}.jsonl"
+            per = [json.loads(l) for l in open(f)] if f.exists() else []
+            correct, sampled_each = [p['correct'] for p in per if 'correct' in p], [p['sampled_accuracy'] for p in per if 'sampled_accuracy' in p]
+            key = problems_key([p.get('prompt') for p in per]) if per else None
         out.append({'step': r['step'], 'wall': r['time/seconds'], 'train': r.get('time/train_seconds', 0.), 'accuracy': r['eval/accuracy'],
-                    'sampled': r.get('eval/sampled_accuracy'), 'correct': [p['correct'] for p in per if 'correct' in p],
-                    'sampled_each': [p['sampled_accuracy'] for p in per if 'sampled_accuracy' in p]})
+                    'sampled': r.get('eval/sampled_accuracy'), 'correct': correct, 'sampled_each': sampled_each, 'problems': key})
     return out
+
+
+def keep_record(run:Path, dest:Path, wall:float, **extra) -> Path:
+    """A compact record of a finished run folder, small enough to commit beside the results (the folder, checkpoints and
+    all, stays out of git): its metrics rows (ROW_KEYS), every evaluation's per-problem correctness and problems'
+    fingerprint, its wall-clock seconds, and `extra` (the command, the provenance)"""
+    evs = {str(e['step']): {'correct': ''.join('1' if c else '0' for c in e['correct']), 'problems': e['problems']}
+           | ({'sampled_each': e['sampled_each']} if e['sampled_each'] else {}) for e in evaluations(run)}
+    rec = {'wall_seconds': wall, **extra, 'rows': [{k: r[k] for k in ROW_KEYS if k in r} for r in rows(run)], 'evals': evs}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(rec, separators=(',', ':')) + '\n')
+    return dest
 
 
 def final_with_interval(runs:list, key:str='correct') -> dict:
@@ -61,6 +104,89 @@ def time_to(run:Path, acc:float, clock:str='train') -> float|None:
 
 
 def median(xs): return statistics.median(xs) if xs else None
+
+
+def harness_check(run:Path, rise:float=0.3, window:int=5) -> dict:
+    """A run whose training reward rose by `rise` or more while its final held-out accuracy stayed inside the interval of
+    its first is a harness failure, not a result: what it learnt, the evaluation never showed it (another prompt format,
+    reward or split). Training reward: 'reward/mean' of the trained batches, the mean of the first and last `window`."""
+    rs = [r['reward/mean'] for r in rows(run) if 'reward/mean' in r and 'train/step' in r]
+    ev = evaluations(run)
+    if not rs or len(ev) < 2 or not ev[0]['correct']:
+        raise ValueError(f"{run}: no training reward ('reward/mean') or fewer than two evaluations with per-problem results: cannot audit it")
+    n = max(1, min(window, len(rs) // 2))
+    lo, hi = bootstrap_ci(ev[0]['correct'])
+    got = {'reward_start': float(np.mean(rs[:n])), 'reward_end': float(np.mean(rs[-n:])), 'accuracy_start': ev[0]['accuracy'],
+           'accuracy_start_interval': [lo, hi], 'accuracy_end': ev[-1]['accuracy']}
+    got['failure'] = bool(got['reward_end'] - got['reward_start'] >= rise and lo <= got['accuracy_end'] <= hi)
+    return got
+
+
+# what defines a comparison's job: the model, the prompts and their reward (the task), what a completion may be, and the
+# evaluation. Arms of a comparison may differ in their method's settings, never in these.
+JOB_FIELDS = ('model', 'task', 'task_args', 'validation', 'max_new_tokens', 'eval', 'eval_limit', 'eval_max_new_tokens', 'eval_samples', 'logprob_temperature', 'time_limit')
+
+
+def config_of(cmd:list):
+    "The Config a benchmark's run trains with, from its command line: `-m tba_kit.cli train CONFIG --key=value ...` or `peer_trl.py --one --config C --seed S ... -- --key=value ...`"
+    from tba_kit.config import Config
+    cmd = [str(c) for c in cmd]
+    if 'tba_kit.cli' in cmd:
+        config, over = cmd[cmd.index('train') + 1], cmd[cmd.index('train') + 2:]
+    else:
+        config, extra = cmd[cmd.index('--config') + 1], cmd[cmd.index('--') + 1:] if '--' in cmd else []
+        over = [f"--seed={cmd[cmd.index('--seed') + 1]}", *extra]
+    return Config.load(ROOT / config, [o for o in over if o.startswith('--') and '=' in o])
+
+
+def same_job(arms:dict, vary=()) -> dict:
+    """Refuse a comparison whose arms (label -> Config) differ in anything but the fields in `vary` (and seed, out_dir), or
+    that lets an arm change what defines the job (JOB_FIELDS: model, prompts, reward, evaluation); the arms' fields that differ"""
+    import dataclasses
+    if bad := sorted(set(vary) & set(JOB_FIELDS)):
+        raise SystemExit(f"harness: an arm may not change {bad}: every arm of a comparison sees the same model, prompts, reward and evaluation")
+    ds = {label: dataclasses.asdict(c) for label, c in arms.items()}
+    (first, base), *rest = ds.items()
+    differ = {}
+    for label, d in rest:
+        diff = [f for f in base if base[f] != d[f] and f not in ('seed', 'out_dir')]
+        if bad := [f for f in diff if f not in vary]:
+            raise SystemExit(f"harness: arms {first!r} and {label!r} differ in {bad} ({', '.join(f'{base[f]!r} vs {d[f]!r}' for f in bad)}), "
+                             f"which this comparison does not vary ({sorted(vary)})")
+        differ[label] = diff
+    return differ
+
+
+def same_evaluation(runs:list) -> int:
+    "Refuse runs that were not evaluated on the same held-out problems in the same order (first and last evaluation of each); their number"
+    ref = None
+    for run in runs:
+        ev = evaluations(run)
+        for e in (ev[0], ev[-1]):
+            if e['problems'] is None: raise SystemExit(f"harness: {run} has no per-problem results for step {e['step']}: cannot check its evaluation")
+            if ref is None: ref = (run, e['problems'], len(e['correct']))
+            elif e['problems'] != ref[1]: raise SystemExit(f"harness: {run} (step {e['step']}) was evaluated on other problems than {ref[0]}")
+    return ref[2] if ref else 0
+
+
+def provenance(argv:list|None=None) -> dict:
+    "What a result needs to be traced: the command, the git commit (and whether the tree had changes), the machine, the versions, the date"
+    import datetime, importlib.metadata, os, platform
+    git = lambda *a: subprocess.run(['git', *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    flags = next((l.split(':', 1)[1].split() for l in open('/proc/cpuinfo') if l.startswith('flags')), []) if Path('/proc/cpuinfo').exists() else []
+    cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), platform.processor()) if flags else platform.processor()
+    def version(pkg):
+        try: return importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError: return None
+    try:
+        import torch
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    except ImportError: gpu = None
+    return {'command': ' '.join(['python', *(argv if argv is not None else sys.argv)]), 'commit': git('rev-parse', 'HEAD'),
+            'dirty': bool(git('status', '--porcelain', '--untracked-files=no')),
+            'machine': {'cpu': cpu, 'cores': os.cpu_count(), 'isa': [f for f in ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16') if f in flags], 'gpu': gpu},
+            'versions': {p: version(p) for p in ('torch', 'transformers', 'trl', 'tba_kit')},
+            'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}
 
 
 def curve_svg(series:dict, path:Path, clock:str='train', title:str='held-out greedy accuracy'):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import evaluations, gain_with_interval, rows, time_to, timed_run  # noqa: E402
+from evidence import config_of, evaluations, gain_with_interval, rows, provenance, same_evaluation, same_job, time_to, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 
@@ -40,15 +40,21 @@ def summarise(out:Path) -> dict:
             'steps': last['step'], 'curve': [(e['wall'], e['step'], e['accuracy'], e['sampled']) for e in ev], **usage(out)}
 
 
+def command(a, mode:str, seed:int, out:Path, extra:list) -> list:
+    "The command line of one run: the main job in `mode`"
+    both = [f'--searcher_threads={a.sync_searcher_threads}'] if mode == 'sync' else []  # sync: generation gets the cores too
+    return [sys.executable, '-m', 'tba_kit.cli', 'train', a.config, f'--mode={mode}', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *both, *extra]
+
+
 def main(a, extra):
     results = {}
     out_root = ROOT / a.out_root; out_root.mkdir(parents=True, exist_ok=True)
+    same_job({m: config_of(command(a, m, a.seeds[0], out_root / 'audit', extra)) for m in a.modes}, {'mode', 'searcher_threads'})  # the modes see one job
     for seed in a.seeds:
         for mode in a.modes:
             name = f"{mode}_seed{seed}"
             out = out_root / name
-            both = [f'--searcher_threads={a.sync_searcher_threads}'] if mode == 'sync' else []  # sync: generation gets the cores too
-            cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', a.config, f'--mode={mode}', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *both, *extra]
+            cmd = command(a, mode, seed, out, extra)
             if a.report and not (out / 'wall_seconds').exists(): continue  # report: finished runs of this benchmark or of peer_trl.py
             wall = timed_run(cmd, out, resume=a.report)
             results[name] = {'mode': mode, 'seed': seed, 'command': ' '.join(cmd[2:]), 'out_dir': str(out.relative_to(ROOT)),
@@ -64,7 +70,7 @@ def main(a, extra):
         print(f"| {name} | {pct(r['before'], r['before_ci'])} | {pct(r['after'], r['after_ci'])} | {100 * (r['after'] - r['before']):+.1f} "
               f"| {r['best']:.1%} | {100 * (r['after'] - r['best']):+.1f} | {smp(r['sampled_before'])} -> {smp(r['sampled_after'])} "
               f"| {r['wall_minutes']:.1f} | {r['steps']} | {r['trainer_idle_share']:.1%} | {per} |")
-    summary = {}
+    summary = {'same_evaluation_problems': same_evaluation([ROOT / r['out_dir'] for r in results.values()]) if results else 0}
     for mode in a.modes:
         if not any(r['mode'] == mode for r in results.values()): continue
         runs = [ROOT / r['out_dir'] for r in results.values() if r['mode'] == mode]
@@ -88,7 +94,7 @@ def main(a, extra):
             print(f"seed {seed}: async reached sync's final {s['after']:.1%} at "
                   f"{'never' if t_async is None else f'{t_async:.0f} s'} vs sync's {t_sync:.0f} s -> ratio {ratios[-1] if ratios[-1] is None else round(ratios[-1], 2)}")
         summary['async_over_sync_time_to_accuracy'] = ratios
-    res = {'config': a.config, 'overrides': extra, 'cpu_capability_env': os.environ.get('ATEN_CPU_CAPABILITY'), 'runs': results, 'summary': summary}
+    res = {**provenance(), 'config': a.config, 'overrides': extra, 'cpu_capability_env': os.environ.get('ATEN_CPU_CAPABILITY'), 'runs': results, 'summary': summary}
     dest = ROOT / 'benchmarks' / 'results' / f'{a.name}.json'
     dest.parent.mkdir(exist_ok=True); dest.write_text(json.dumps(res, indent=1))
 

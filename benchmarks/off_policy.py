@@ -31,7 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import evaluations, timed_run  # noqa: E402
+from evidence import config_of, evaluations, same_job, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 OBJECTIVES = {'tb': ['--objective=tb'], 'vargrad': ['--objective=vargrad'], 'grpo': ['--objective=grpo'],
@@ -147,6 +147,8 @@ def main(argv):
             common = [f'--seed={seed}', *shared, *OBJECTIVES[obj]]
             plan.append((obj, seed, [f"{obj}_{tag}_seed{seed}" for tag in ('on', f'lag{a.lag}')],
                          [[*common, f'--steps={a.steps}', '--eval_every=0'], [*common, f'--steps={horizon}', f'--sync_every={a.lag}', f'--eval_every={a.eval_every}']]))
+    for _, _, names, args in plan:  # each pair sees one job: the stale arm differs in its sync period and budget only
+        same_job({n: config_of([sys.executable, '-m', 'tba_kit.cli', 'train', a.config, *x]) for n, x in zip(names, args)}, {'steps', 'sync_every', 'eval_every'})
     one = lambda n, x: train(out_root / n, records / f'{n}.json', a.config, x, a.resume, a.report, a.device)
     runs = {o: [] for o in a.objectives}
     with ThreadPoolExecutor(a.jobs) as pool:  # each run in its own process; a pair is printed once both are done

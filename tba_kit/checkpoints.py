@@ -146,7 +146,7 @@ def load_checkpoint(path:Path, parts:dict) -> dict:
     return s['extra']
 
 # %% ../nbs/09a_checkpoints.ipynb #26966575
-FIXED_ON_RESUME = ('model', 'lora', 'task', 'task_args', 'objective', 'objective_args')  # their state is in the checkpoint
+FIXED_ON_RESUME = ('model', 'lora', 'task', 'task_args', 'validation', 'objective', 'objective_args')  # their state is in the checkpoint (validation: the training split)
 
 def check_not_live(resume:str|Path):
     "Refuse to read the checkpoints of a run that is still going (it may be writing and pruning them)"

@@ -90,7 +90,7 @@ def evaluate_target(target:str, limit:int|None=None,
     from tba_kit.checkpoints import find_checkpoint
     from tba_kit.build import make_policy
     from tba_kit.evaluation import evaluate
-    from tba_kit.tasks import make_task
+    from tba_kit.tasks import ValidationSplit, make_task
     if out and Path(out).exists(): raise FileExistsError(f"--out {out} already exists: name a new file (nothing is overwritten)")
     p = Path(target)
     if p.is_dir():
@@ -103,7 +103,9 @@ def evaluate_target(target:str, limit:int|None=None,
     torch.set_num_threads(cfg.trainer_threads)
     model, tok = make_policy(cfg)
     if ck is not None: require('safetensors.torch', 'pip install safetensors').load_model(model, str(ck / 'policy.safetensors'))
-    res = evaluate(model, tok, make_task(cfg.task, **cfg.task_args), 'test', cfg.eval_max_new_tokens, cfg.eval_batch_size, limit or cfg.eval_limit,
+    task = make_task(cfg.task, **cfg.task_args)
+    task = ValidationSplit(task, cfg.validation) if cfg.validation else task  # a tuning run's own split (--validation=0: the test split)
+    res = evaluate(model, tok, task, 'test', cfg.eval_max_new_tokens, cfg.eval_batch_size, limit or cfg.eval_limit,
                    temperature=cfg.logprob_temp, samples=cfg.eval_samples)
     if out: Path(out).parent.mkdir(parents=True, exist_ok=True); Path(out).write_text(''.join(json.dumps(r) + '\n' for r in res['examples']))
     return {'checkpoint': str(ck) if ck else None, **res, 'examples': res['examples'][:3]}

@@ -119,6 +119,7 @@ class Config(SearchFields):
     # evaluation, logging, checkpoints
     eval_every:int = 0  # steps between held-out evaluations (0: before and after only)
     eval_limit:int|None = None  # evaluate on the first N held-out prompts
+    validation:int = 0  # tuning: hold out this many training prompts (a fixed draw, ValidationSplit) and evaluate on them; the test split is never seen (0: off)
     eval_batch_size:int = 64  # held-out prompts per generate call (with eval_samples: that many rows per prompt)
     eval_max_new_tokens:int = 32
     eval:bool = True  # evaluate before and after training
@@ -192,7 +193,8 @@ def validate(self:Config):
     _need(self.searcher_dtype in ('auto', 'bfloat16', 'float32'), 'searcher_dtype', f"must be 'auto', 'bfloat16' or 'float32', got {self.searcher_dtype!r}")
     _need(0 <= self.p_recent <= 1, 'p_recent', f"m is a probability and must be in [0, 1], got {self.p_recent}")
     _need(self.k >= 1, 'k', f"must be >= 1, got {self.k}")
-    _need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}")
+    _need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}: beta is the KL coefficient of TB's target pi_ref * exp(r / beta) "
+          "(and tba_prime's). For the GRPO family, TRL's beta is kl_coef here (default 0: no KL); leave beta alone")
     _need(self.gamma > 0, 'gamma', f"must be > 0, got {self.gamma}")
     from tba_kit.objectives import IS_MODES, OBJECTIVES  # the registries: names of built-in components, or 'module:Name'
     _need(self.kl_in in ('reward', 'loss'), 'kl_in', f"must be 'reward' or 'loss', got {self.kl_in!r}")
@@ -216,7 +218,7 @@ def check_ranges(self:Config):
                  'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
         _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
     _need(self.stable_steps is None or self.stable_steps >= 0, 'stable_steps', f"must be >= 0 or null, got {self.stable_steps}")
-    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts'):
+    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts', 'validation'):
         _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
     for f in fields(self):  # inf or nan reaches the loss or the sampler silently
         v = getattr(self, f.name)

@@ -25,7 +25,7 @@ from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, Tra
 from .evaluation import eval_line, evaluate as evaluate_policy
 from .pool import SearchPool
 from .searchers import placement_of, plain_model
-from .tasks import make_task
+from .tasks import ValidationSplit, make_task
 from .ranks import start_ranks
 from .trainer import Trainer
 from .vllm_searcher import import_vllm
@@ -55,6 +55,8 @@ class Run:
         if task is None and given(cfg.task): raise ValueError(f"task {cfg.task} was given to run() as an object: give it again, run(config, task=...)")
         try: self.task = task if task is not None else make_task(cfg.task, **cfg.task_args)
         except (ValueError, TypeError) as e: raise type(e)(f"config field 'task': {e}") from e
+        try: self.task = ValidationSplit(self.task, cfg.validation) if cfg.validation else self.task  # tuning: evaluated on training prompts it never trains on
+        except ValueError as e: raise ValueError(f"config field 'validation': {e}") from e
         objective = objective if objective is not None else make_objective(cfg)
         cfg.check_needs(objective.needs, type(objective).__name__)
         kl = kl_schedule(objective, cfg)  # before any model loads: a beta_final with nothing to schedule is refused

@@ -14,9 +14,9 @@ from .core import Registry
 from .models import require
 
 # %% auto #0
-__all__ = ['FAMILIES', 'TASKS', 'Prompt', 'completion_text', 'RewardError', 'encode_prompts', 'score', 'Task', 'PromptTask',
-           'last_number', 'same_number', 'reasoning_gym_splits', 'reasoning_gym_distinct', 'increments',
-           'ArithmeticTask', 'arithmetic_reward', 'make_task']
+__all__ = ['FAMILIES', 'TASKS', 'Prompt', 'completion_text', 'RewardError', 'encode_prompts', 'render_prompts', 'score', 'Task',
+           'PromptTask', 'ValidationSplit', 'last_number', 'same_number', 'reasoning_gym_splits',
+           'reasoning_gym_distinct', 'increments', 'ArithmeticTask', 'arithmetic_reward', 'make_task']
 
 # %% ../nbs/06_tasks.ipynb #42982bd5
 @dataclass(slots=True)
@@ -59,6 +59,14 @@ def encode_prompts(tokenizer, messages:list) -> list:
         cont = m[-1]['role'] == 'assistant'  # an answer prefix: the completion continues it
         return tokenizer.apply_chat_template(m, add_generation_prompt=not cont, continue_final_message=cont, tokenize=True, return_dict=False)
     return [tokenizer.encode(m, add_special_tokens=False) if isinstance(m, str) else chat(m) for m in messages]
+
+# %% ../nbs/06_tasks.ipynb #bea6a1d6
+def render_prompts(tokenizer, messages:list) -> list:
+    "The text each prompt (`Prompt.messages`) is generated from, as `encode_prompts` renders it: a chat through the template (a final assistant message continued), text as it is"
+    def chat(m):
+        cont = m[-1]['role'] == 'assistant'
+        return tokenizer.apply_chat_template(m, add_generation_prompt=not cont, continue_final_message=cont, tokenize=False)
+    return [m if isinstance(m, str) else chat(m) for m in messages]
 
 # %% ../nbs/06_tasks.ipynb #1e5d244f
 def _in_thread(fn, kw:dict) -> asyncio.Future:
@@ -215,6 +223,23 @@ def _run(coro):
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
+
+# %% ../nbs/06_tasks.ipynb #d7d6ba9b
+class ValidationSplit:
+    "A task seen for tuning: `n` of its training prompts (a fixed draw) are held out and evaluated on as its 'test' split; the real test split is out of reach"
+    def __init__(self, task:Task, n:int, seed:int=0):
+        train = task.prompts('train')
+        if not 0 < n < len(train): raise ValueError(f"must be between 1 and {len(train) - 1} (the task's {len(train)} training prompts), got {n}")
+        held = set(random.Random(seed).sample(range(len(train)), n))
+        self.task, self.name = task, task.name
+        self._splits = {'train': [q for i, q in enumerate(train) if i not in held], 'test': [q for i, q in enumerate(train) if i in held]}
+
+    def prompts(self, split:str='train') -> list:
+        if split not in self._splits: raise ValueError(f"split must be 'train' or 'test' (here: the validation prompts), got {split!r}")
+        return self._splits[split]
+
+    def __getattr__(self, name): return getattr(self.task, name)  # reward, evaluate, correct, score: the task's own
+    def __repr__(self): return f"ValidationSplit({self.task!r}, validation={len(self._splits['test'])})"
 
 # %% ../nbs/06_tasks.ipynb #e9aee990
 _NUMBER = re.compile(r'[-−]?\d[\d,]*(?:\.\d+)?|[-−]?\.\d+')

@@ -384,3 +384,19 @@ def test_sync_run_stops_when_no_group_is_large_enough(tmp_path):
     "VarGrad needs two scored completions of a prompt: when a reward scores one of each, a sync round (fresh completions only) stops the run with a reason instead of searching forever (async mode pools a prompt's completions across searches in the buffer)"
     with pytest.raises(RewardError, match='no prompt with the 2 scored completions'):
         asyncio.run(asyncio.wait_for(run(task='t_lonely', objective='vargrad', mode='sync', steps=3, placement='inline', eval=False, out_dir=str(tmp_path), **TINY), 120))
+
+
+def test_validation_run_trains_and_evaluates_on_disjoint_training_prompts(tmp_path):
+    "validation: n holds out n training prompts (the same draw whatever the seed), evaluates on them, never on the test split; refused when too large"
+    kw = dict(TINY, task='arithmetic', task_args=dict(n_train=20, n_test=5, answer_prefix='The answer is'), mode='sync', placement='inline',
+              steps=2, validation=6, checkpoint_every=0)
+    for seed in (0, 1):
+        asyncio.run(run(out_dir=str(tmp_path / f's{seed}'), seed=seed, **kw))
+    task = T.make_task('arithmetic', **kw['task_args'])
+    evaluated = [[json.loads(l)['prompt'] for l in open(f)] for f in sorted((tmp_path / 's0' / 'evals').iterdir())]
+    valid = [q.text() for q in T.ValidationSplit(task, 6).prompts('test')]
+    assert evaluated == [valid, valid] and set(valid) <= {q.text() for q in task.prompts('train')}
+    assert not set(valid) & {q.text() for q in task.prompts('test')}
+    assert [json.loads(l)['prompt'] for l in open(tmp_path / 's1' / 'evals' / 'step_000000.jsonl')] == valid  # seed 1: the same problems
+    with pytest.raises(ValueError, match="'validation': must be between 1 and 19"):
+        asyncio.run(run(out_dir=str(tmp_path / 'x'), **kw | dict(validation=20)))

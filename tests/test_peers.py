@@ -1,4 +1,6 @@
-"The TRL comparison's smoke mode: TRL's GRPOTrainer trains two steps on the tiny model and is evaluated as tba_kit evaluates (skipped without TRL)."
+"""The comparison benchmarks' harness: TRL's GRPOTrainer generates from the very token ids tba_kit's searchers do, is
+rewarded and evaluated as tba_kit is, and a run that learns what the evaluation never shows is a harness failure;
+the smoke modes of the peer and off-policy benchmarks (TRL's tests skipped without TRL)."""
 import json, shutil, subprocess, sys
 from pathlib import Path
 
@@ -16,11 +18,97 @@ def test_peer_trl_smoke(tmp_path):
     assert got['steps'] == 2 and got['evaluations'] == 2, got
     rows = [json.loads(l) for l in open(tmp_path / 'trl' / 'metrics.jsonl')]
     assert sum('train/step' in r for r in rows) == 2  # one row per TRL step, in tba_kit's format
+    assert all('reward/mean' in r for r in rows if 'train/step' in r)  # its training reward, for the harness check
+    assert json.loads((tmp_path / 'trl' / 'summary.json').read_text())['prompts_checked_equal'] == 16  # all 16 training prompts
     # a 2-step cosine over 5 minutes: the steps lead the clock, so update 1 at the peak, update 2 at half of it, as tba_kit's trainer
     assert [r['train/lr'] for r in rows if 'train/lr' in r] == pytest.approx([1e-5, 5e-6])
     evals = sorted((tmp_path / 'trl' / 'evals').iterdir())
     assert [p.name for p in evals] == ['step_000000.jsonl', 'step_000002.jsonl']
     assert all('correct' in json.loads(l) for l in evals[-1].read_text().splitlines())  # per problem, for intervals
+
+
+def _bench(name):
+    import importlib.util
+    sys.path.insert(0, str(ROOT / 'benchmarks'))
+    spec = importlib.util.spec_from_file_location(name, ROOT / 'benchmarks' / f'{name}.py')
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
+
+
+def _trl_trainer(model, tok, rows, tmp_path):
+    "A GRPOTrainer as benchmarks/peer_trl.py builds it, on `rows`"
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+    args = GRPOConfig(output_dir=str(tmp_path / 'trl'), num_generations=8, per_device_train_batch_size=32, max_completion_length=5,
+                      use_cpu=True, bf16=False, report_to='none', save_strategy='no', disable_tqdm=True)
+    return GRPOTrainer(model=model, reward_funcs=lambda prompts, completions, **kw: [0.] * len(prompts), args=args,
+                       train_dataset=Dataset.from_list(rows), processing_class=tok)
+
+
+def test_trl_generates_from_tba_kits_prompt_ids_on_the_main_job(tmp_path):
+    "For 64 main-job prompts, the ids TRL's trainer builds equal encode_prompts' (the searchers'); TRL given the chats, as before the fix, does not"
+    pytest.importorskip('trl')
+    import random
+    from tba_kit.build import make_policy
+    from tba_kit.config import Config
+    from tba_kit.tasks import encode_prompts, make_task
+    peer = _bench('peer_trl')
+    cfg = Config.load(ROOT / 'configs' / 'quickstart.yaml', ['--precision=fp32'])
+    task, (model, tok) = make_task(cfg.task, **cfg.task_args), make_policy(cfg)
+    rows = peer.trl_data(task, tok)
+    trainer = _trl_trainer(model, tok, rows, tmp_path)
+    assert peer.check_same_prompts(trainer, task, tok, n=64) == 64
+    sample = random.Random(1).sample(range(len(rows)), 64)
+    got = trainer._tokenize_prompts([rows[i]['prompt'] for i in sample])[0]
+    want = encode_prompts(tok, [task.prompts('train')[i].messages for i in sample])
+    assert [list(map(int, g)) for g in got] == [list(w) for w in want]
+    assert tok.decode(want[0]).endswith('<|im_start|>assistant\nThe answer is')
+    # the rows carry the reward's column as tba_kit's searchers score it: the same completions get the same rewards
+    texts = ['The answer is ' + rows[i]['answer'] for i in sample[:8]] + [' 7'] * 8
+    trl_r = task.reward([rows[i]['prompt'] for i in sample[:16]], texts, answer=[rows[i]['answer'] for i in sample[:16]])
+    tba_r = task.reward([task.prompts('train')[i].messages for i in sample[:16]], texts, answer=[task.prompts('train')[i].fields['answer'] for i in sample[:16]])
+    assert trl_r == tba_r and sum(trl_r) >= 8
+    # the broken harness: chats handed to TRL get a closed prefix turn and a new assistant turn
+    chats = trainer._tokenize_prompts([task.prompts('train')[i].messages for i in sample[:4]])[0]
+    assert all(list(map(int, c)) != list(w) for c, w in zip(chats, want[:4]))
+    with pytest.raises(SystemExit, match='other tokens than tba_kit'):
+        peer.check_same_prompts(_trl_trainer(model, tok, [{'prompt': p.messages, **p.fields} for p in task.prompts('train')], tmp_path), task, tok, n=8)
+
+
+def _run_folder(path, rewards, accs, n=200):
+    "A run folder in tba_kit's format: the trained batches' rewards, evaluations of `n` problems at the given accuracies"
+    path.mkdir(parents=True); (path / 'evals').mkdir()
+    rows = [{'step': i + 1, 'train/step': i + 1, 'reward/mean': r} for i, r in enumerate(rewards)]
+    for j, (step, a) in enumerate(zip([0, len(rewards)], accs)):
+        k = round(a * n)
+        (path / 'evals' / f'step_{step:06d}.jsonl').write_text(''.join(json.dumps({'correct': float(i < k)}) + '\n' for i in range(n)))
+        rows.insert(0 if j == 0 else len(rows), {'step': step, 'time/seconds': step, 'eval/accuracy': k / n})
+    (path / 'metrics.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    return path
+
+
+def test_harness_check_flags_reward_that_never_reaches_the_evaluation(tmp_path):
+    "Training reward up by 0.3 or more with held-out accuracy inside its start's interval: a harness failure; learning or a flat reward: not"
+    ev = _bench('evidence')
+    broken = ev.harness_check(_run_folder(tmp_path / 'broken', [0.1] * 10 + [0.6] * 10, [0.04, 0.05]))
+    assert broken['failure'] and broken['reward_end'] - broken['reward_start'] == pytest.approx(0.5)
+    assert not ev.harness_check(_run_folder(tmp_path / 'learns', [0.1] * 10 + [0.6] * 10, [0.04, 0.60]))['failure']
+    assert not ev.harness_check(_run_folder(tmp_path / 'flat', [0.1] * 20, [0.04, 0.05]))['failure']
+    assert not ev.harness_check(_run_folder(tmp_path / 'small', [0.1] * 10 + [0.35] * 10, [0.04, 0.05]))['failure']  # +0.25
+    with pytest.raises(ValueError, match='cannot audit'):
+        ev.harness_check(_run_folder(tmp_path / 'empty', [], [0.04, 0.05]))
+
+
+def test_peer_report_shows_a_harness_failure_instead_of_a_result(tmp_path, capsys):
+    "analyse() keeps a failing system out of the table and the comparisons, and report() names it"
+    peer = _bench('peer_trl')
+    runs = {'trl': [_run_folder(tmp_path / 'trl', [0.1] * 10 + [0.6] * 10, [0.04, 0.05])],
+            'async': [_run_folder(tmp_path / 'async', [0.1] * 10 + [0.6] * 10, [0.04, 0.60])]}
+    res = peer.analyse(runs, {'trl': [60.], 'async': [60.]}, tmp_path / 'fig.svg')
+    assert res['harness_failures'] == ['trl'] and list(res['systems']) == ['async'] and 'reference' not in res
+    peer.report(res)
+    out = capsys.readouterr().out
+    assert 'HARNESS FAILURE, not a result: trl' in out and '| trl |' not in out and '| async | 1 |' in out
 
 
 def _off_policy():
@@ -55,3 +143,76 @@ def test_off_policy_smoke(tmp_path):
         assert 0 <= res[obj]['on_policy_final'] <= 1 and res[obj]['seeds'] == 1
     for run in tmp_path.glob('*_seed0'): shutil.rmtree(run)  # the run folders gone (a fresh clone): the kept records remain
     assert _off_policy().main(['--smoke', '--out_root', str(tmp_path), '--report']) == res
+
+
+def test_every_comparison_gives_its_arms_one_job(tmp_path):
+    "peer_trl, main_job, diversity and off_policy refuse arms that differ in more than what they compare; never in the model, prompts, reward or evaluation"
+    import argparse
+    ev, peer, main_job, diversity = _bench('evidence'), _bench('peer_trl'), _bench('main_job'), _bench('diversity')
+    systems = [peer.parse_system(s) for s in ['trl', 'trl_grpo', 'async', 'sync', 'tuned=sync --lr=3e-5 --objective=dapo --lr_schedule=constant']]
+    assert peer.audit(systems, 'configs/quickstart.yaml', []) == {'trl_grpo': [], 'async': [], 'sync': ['mode', 'searcher_threads'],
+                                                                  'tuned': ['objective', 'mode', 'searcher_threads', 'lr', 'lr_schedule']}
+    for rogue in ['--max_new_tokens=8', '--task_args={dataset: increments, n_test: 100}', '--eval_limit=100', '--time_limit=16']:
+        with pytest.raises(SystemExit, match='may not change'):
+            peer.audit([*systems, peer.parse_system(f'x=async {rogue!r}')], 'configs/quickstart.yaml', [])
+    with pytest.raises(SystemExit, match='the kind must be one of'): peer.parse_system('x=vllm')
+    a = argparse.Namespace(config='configs/quickstart.yaml', sync_searcher_threads=2)
+    arms = {m: ev.config_of(main_job.command(a, m, 0, tmp_path / m, ['--lr=3e-5'])) for m in ('async', 'sync')}
+    assert ev.same_job(arms, {'mode', 'searcher_threads'}) == {'sync': ['mode', 'searcher_threads']} and arms['sync'].lr == 3e-5
+    with pytest.raises(SystemExit, match=r"differ in \['mode', 'searcher_threads'\]"): ev.same_job(arms, {'objective'})
+    assert diversity.audit(['tb', 'vargrad', 'grpo', 'trl'], 'configs/multiples.yaml', []) == {'vargrad': ['objective'], 'grpo': ['objective'], 'trl': ['objective']}
+    # TRL's run is read as the config it trains with: its seed and overrides after '--'
+    trl = ev.config_of(peer.command('trl', 3, tmp_path / 't', 'configs/quickstart.yaml', ['--lr=1e-4']))
+    assert (trl.seed, trl.lr, trl.k, trl.task_args['n_test']) == (3, 1e-4, 8, 500)
+
+
+def test_same_evaluation_refuses_runs_scored_on_other_problems(tmp_path):
+    "Every run of a comparison is evaluated on the same held-out problems in the same order"
+    ev = _bench('evidence')
+    def run(name, prompts):
+        r = _run_folder(tmp_path / name, [0.1] * 4, [0.0, 0.5], n=len(prompts))
+        for f in (r / 'evals').iterdir():
+            f.write_text(''.join(json.dumps({'prompt': p, 'correct': float(i % 2)}) + '\n' for i, p in enumerate(prompts)))
+        return r
+    a, b, c = run('a', ['1 + 1 =', '2 + 2 =']), run('b', ['1 + 1 =', '2 + 2 =']), run('c', ['2 + 2 =', '1 + 1 ='])
+    assert ev.same_evaluation([a, b]) == 2
+    with pytest.raises(SystemExit, match='other problems'): ev.same_evaluation([a, c])
+
+
+def test_a_record_reads_as_its_run_folder(tmp_path):
+    "keep_record's compact record gives the same evaluations, rows and harness verdict as the run folder it was made of"
+    ev = _bench('evidence')
+    run = _run_folder(tmp_path / 'r', [0.1] * 10 + [0.6] * 10, [0.04, 0.60])
+    rec = ev.keep_record(run, tmp_path / 'kept' / 'r.json', 12.5, command='python x')
+    assert ev.evaluations(rec) == ev.evaluations(run) and ev.rows(rec) == ev.rows(run)
+    assert ev.harness_check(rec) == ev.harness_check(run) and json.loads(rec.read_text())['wall_seconds'] == 12.5
+
+
+def test_per_step_end_to_end_on_the_tiny_model(tmp_path):
+    "per_step.py runs TRL and tba_kit arms as processes, keeps their records, reports equal steps; --report reads the records alone"
+    pytest.importorskip('trl')
+    tiny = ['--model=tiny', '--precision=fp32', '--task_args={n_train: 16, n_test: 8, answer_prefix: "The answer is"}', '--k=2', '--prompts_per_step=2',
+            '--search_prompts=2', '--prefill=4', '--max_new_tokens=4', '--eval_max_new_tokens=4', '--searcher_threads=1']
+    args = ['--seeds', '0', '--steps', '2', '--eval_every', '1', '--results', str(tmp_path / 'results'), '--out_root', str(tmp_path / 'runs'), *tiny]
+    res = _bench('per_step').main(['--arms', 'trl_dapo=trl', 'sync_dapo=sync --objective=dapo', *args])
+    assert list(res['systems']) == ['trl_dapo', 'sync_dapo'] and res['harness_failures'] == []
+    assert sorted(res['at_steps']) == [0, 1, 2]  # both evaluated at every step, on the same problems
+    assert res['usage']['sync_dapo'][0]['trained_per_completion'] == 1.0  # on-policy: each completion trained once
+    records = sorted(p.name for p in (tmp_path / 'results' / 'per_step_runs').iterdir())
+    assert records == ['sync_dapo_seed0.json', 'trl_dapo_seed0.json']
+    kept = json.loads((tmp_path / 'results' / 'per_step_runs' / 'trl_dapo_seed0.json').read_text())
+    assert kept['command'].startswith('python benchmarks/peer_trl.py --one') and kept['machine']['cores'] >= 1 and len(kept['commit']) == 40
+    for run in (tmp_path / 'runs').iterdir(): shutil.rmtree(run)  # a fresh clone has the records only
+    again = _bench('per_step').main(['--arms', 'trl_dapo=trl', 'sync_dapo=sync --objective=dapo', '--report', *args])
+    assert again['at_steps'] == res['at_steps'] and again['systems'] == res['systems']
+
+
+def test_tuning_chooses_each_kinds_best_median_on_validation(tmp_path):
+    "choose(): per kind, the candidate whose median final accuracy over the tuning seeds is highest; a tie keeps the first listed"
+    peer = _bench('peer_trl')
+    accs = {'trl_lr1e-5': [.30, .50], 'trl_lr3e-5': [.60, .40], 'sync_lr1e-5': [.70, .70], 'sync_lr3e-5': [.70, .70]}
+    runs = {label: [_run_folder(tmp_path / f'{label}_{i}', [0.1] * 4, [0.04, a]) for i, a in enumerate(v)] for label, v in accs.items()}
+    systems = [(label, label.split('_')[0], [f"--lr={label.split('lr')[1]}"]) for label in accs]
+    got = peer.choose(runs, systems)
+    assert {k: c['label'] for k, c in got.items()} == {'trl': 'trl_lr3e-5', 'sync': 'sync_lr1e-5'}
+    assert got['trl']['accuracy'] == pytest.approx(.5) and got['trl']['overrides'] == ['--lr=3e-5']
