@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import config_of, evaluations, gain_with_interval, rows, provenance, same_evaluation, same_job, time_to, timed_run  # noqa: E402
+from evidence import config_of, evaluations, gain_with_interval, harness_check, rows, provenance, same_evaluation, same_job, time_to, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 
@@ -37,7 +37,8 @@ def summarise(out:Path) -> dict:
     ci = lambda e: bootstrap_ci(e['correct']) if e['correct'] else (None, None)
     return {'before': first['accuracy'], 'before_ci': ci(first), 'after': last['accuracy'], 'after_ci': ci(last),
             'best': max(e['accuracy'] for e in ev), 'sampled_before': first['sampled'], 'sampled_after': last['sampled'],
-            'steps': last['step'], 'curve': [(e['wall'], e['step'], e['accuracy'], e['sampled']) for e in ev], **usage(out)}
+            'steps': last['step'], 'curve': [(e['wall'], e['step'], e['accuracy'], e['sampled']) for e in ev], **usage(out),
+            'harness': harness_check(out)}
 
 
 def command(a, mode:str, seed:int, out:Path, extra:list) -> list:
@@ -61,6 +62,8 @@ def main(a, extra):
                              'wall_minutes': wall / 60, **summarise(out)}
             x = results[name]
             print(f"{name}: {x['before']:.1%} -> {x['after']:.1%} (best {x['best']:.1%}) in {wall / 60:.1f} min ({x['steps']} steps)", flush=True)
+            if x['harness']['failure']: print(f"HARNESS FAILURE, not a result: {name}: training reward {x['harness']['reward_start']:.2f} -> "
+                                              f"{x['harness']['reward_end']:.2f}, held-out accuracy inside its start's interval", flush=True)
     pct = lambda v, ci: f"{v:.1%}" + (f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci[0] is not None else '')
     smp = lambda v: '–' if v is None else f"{v:.1%}"
     print("\n| run | greedy before | greedy after | gain | best | final - best | sampled before -> after | minutes | steps | trainer idle | trained per completion |")

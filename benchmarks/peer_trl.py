@@ -317,7 +317,7 @@ def main():
     if a.tune:
         systems = [(f'{k}_lr{lr}_{sch}', k, [f'--lr={lr}'] + (['--lr_schedule=constant'] if sch == 'constant' else []))
                    for lr in a.lrs for sch in a.schedules for k in a.kinds]
-        extra = [*extra, f'--validation={a.validation}']
+        extra = [*extra, f'--validation={a.validation}', '--eval_samples=0']  # greedy accuracy chooses: no sampled evaluations
     else: systems = [parse_system(s) for s in a.systems]
     differ = audit(systems, a.config, extra)
     runs = run_all(systems, a.seeds, a, extra)

@@ -78,7 +78,8 @@ def test_trl_generates_from_tba_kits_prompt_ids_on_the_main_job(tmp_path):
 def _run_folder(path, rewards, accs, n=200):
     "A run folder in tba_kit's format: the trained batches' rewards, evaluations of `n` problems at the given accuracies"
     path.mkdir(parents=True); (path / 'evals').mkdir()
-    rows = [{'step': i + 1, 'train/step': i + 1, 'reward/mean': r} for i, r in enumerate(rewards)]
+    rows = [{'step': i + 1, 'train/step': i + 1, 'time/seconds': i + 1, 'reward/mean': r, 'train/step_seconds': 1., 'train/rows': 8, 'search/completions': 8}
+            for i, r in enumerate(rewards)]
     for j, (step, a) in enumerate(zip([0, len(rewards)], accs)):
         k = round(a * n)
         (path / 'evals' / f'step_{step:06d}.jsonl').write_text(''.join(json.dumps({'correct': float(i < k)}) + '\n' for i in range(n)))
@@ -97,6 +98,7 @@ def test_harness_check_flags_reward_that_never_reaches_the_evaluation(tmp_path):
     assert not ev.harness_check(_run_folder(tmp_path / 'small', [0.1] * 10 + [0.35] * 10, [0.04, 0.05]))['failure']  # +0.25
     with pytest.raises(ValueError, match='cannot audit'):
         ev.harness_check(_run_folder(tmp_path / 'empty', [], [0.04, 0.05]))
+    assert _bench('main_job').summarise(tmp_path / 'broken')['harness']['failure']  # main_job.py reports it beside each run
 
 
 def test_peer_report_shows_a_harness_failure_instead_of_a_result(tmp_path, capsys):
@@ -216,3 +218,18 @@ def test_tuning_chooses_each_kinds_best_median_on_validation(tmp_path):
     got = peer.choose(runs, systems)
     assert {k: c['label'] for k, c in got.items()} == {'trl': 'trl_lr3e-5', 'sync': 'sync_lr1e-5'}
     assert got['trl']['accuracy'] == pytest.approx(.5) and got['trl']['overrides'] == ['--lr=3e-5']
+
+
+def test_roofline_counts_the_tokens_each_pass_runs():
+    "roofline.py's FLOPs: by hand for one token; the shared prompt pass runs a group's prompt once, the unshared pass once per row"
+    rf = _bench('roofline')
+    m = {'layers': 2, 'd': 4, 'vocab': 10, 'linear': 100}
+    assert rf.forward_flops(m, queries=1, keys=3, logits=1) == 2 * 100 + 4 * 2 * 4 * 3 + 2 * 4 * 10
+    k, p, c = 8, 50, 5
+    shared, unshared = rf.step_flops(m, [p], [c] * k, k, True), rf.step_flops(m, [p], [c] * k, k, False)
+    # shared: the prompt once (keys 1..50, mean 25.5; one logit), each completion against 50 cached keys + its own (mean 53)
+    assert shared == 3 * ((2 * 100 * 50 + 4 * 2 * 4 * 50 * 25.5 + 2 * 4 * 10) + k * (2 * 100 * 5 + 4 * 2 * 4 * 5 * 53 + 2 * 4 * 10 * 5))
+    assert unshared == 3 * k * (2 * 100 * 55 + 4 * 2 * 4 * 55 * 28 + 2 * 4 * 10 * 5)  # every row runs its prompt; logits for its completion
+    from tba_kit.models import tiny_model
+    got = rf.dims(tiny_model()[0])
+    assert got['linear'] == 2 * (2 * 64 * 64 + 2 * 64 * 64 + 3 * 64 * 128) and got['vocab'] == len(tiny_model()[1])
