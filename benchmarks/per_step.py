@@ -46,7 +46,8 @@ def main(argv=None):
     ap.add_argument('--arms', nargs='+', default=ARMS, help="'label=kind --key=value ...' as peer_trl.py's --systems")
     ap.add_argument('--steps', type=int, default=40)
     ap.add_argument('--eval_every', type=int, default=10)
-    ap.add_argument('--name', default='per_step')
+    ap.add_argument('--name', default='per_step', help='the runs\' records are in <results>/<name>_runs/')
+    ap.add_argument('--save_as', default=None, help='write the analysis to <results>/<this>.json and .svg (default: the name)')
     ap.add_argument('--results', default=str(ROOT / 'benchmarks' / 'results'), help="where the results, the figure and the runs' records go")
     ap.add_argument('--out_root', default='runs/per_step')
     ap.add_argument('--resume', action='store_true', help='keep the runs whose records exist')
@@ -59,7 +60,7 @@ def main(argv=None):
     peer_trl.audit(arms, a.config, extra)
     runs = peer_trl.run_all(arms, a.seeds, a, extra)
     if not runs: sys.exit(f"no finished runs in {a.results}/{a.name}_runs")
-    res = peer_trl.analyse(runs, {s: [json.loads(r.read_text())['wall_seconds'] for r in fs] for s, fs in runs.items()}, Path(a.results) / f'{a.name}.svg')
+    res = peer_trl.analyse(runs, {s: [json.loads(r.read_text())['wall_seconds'] for r in fs] for s, fs in runs.items()}, Path(a.results) / f'{a.save_as or a.name}.svg')
     peer_trl.report(res)
     res['usage'] = {s: [usage(r) for r in fs] for s, fs in runs.items()}
     print("\n| arm | s / step | staleness (versions) | times each completion trained | recency slots / batch | grad norm (median) | training reward by quarter |\n|---|---|---|---|---|---|---|")
@@ -67,7 +68,7 @@ def main(argv=None):
         f = lambda k, fmt: ', '.join('–' if u[k] is None else format(u[k], fmt) for u in us)
         print(f"| {s} | {f('step_seconds', '.1f')} | {f('staleness', '.2f')} | {f('trained_per_completion', '.2f')} | {f('recent_slots', '.2f')} | "
               f"{f('grad_norm', '.3g')} | {'; '.join(' '.join(f'{x:.2f}' for x in u['reward_by_quarter']) for u in us)} |")
-    (Path(a.results) / f'{a.name}.json').write_text(json.dumps({**provenance(), 'config': a.config, 'overrides': extra, 'seeds': a.seeds,
+    (Path(a.results) / f'{a.save_as or a.name}.json').write_text(json.dumps({**provenance(), 'config': a.config, 'overrides': extra, 'seeds': a.seeds,
         'arms': {s: {'kind': k, 'overrides': o} for s, k, o in arms}, 'runs': {s: [rel(f) for f in fs] for s, fs in runs.items()},
         'results': res}, indent=1))
     return res
