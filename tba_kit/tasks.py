@@ -53,20 +53,19 @@ class RewardError(RuntimeError):
     def __init__(self, msg:str, tb:str=''): super().__init__(msg); self.tb = tb
 
 # %% ../nbs/06_tasks.ipynb #c0e8614e
+def _chat(tokenizer, m:list, tokenize:bool):
+    "A chat through the tokenizer's template: one ending in an assistant message (an answer prefix) is continued, else a reply is opened"
+    cont = m[-1]['role'] == 'assistant'
+    return tokenizer.apply_chat_template(m, add_generation_prompt=not cont, continue_final_message=cont, tokenize=tokenize, return_dict=False)
+
 def encode_prompts(tokenizer, messages:list) -> list:
     "Token ids of each prompt (`Prompt.messages`): the chat template for chats (one ending in an assistant message is continued), plain encoding for text"
-    def chat(m):
-        cont = m[-1]['role'] == 'assistant'  # an answer prefix: the completion continues it
-        return tokenizer.apply_chat_template(m, add_generation_prompt=not cont, continue_final_message=cont, tokenize=True, return_dict=False)
-    return [tokenizer.encode(m, add_special_tokens=False) if isinstance(m, str) else chat(m) for m in messages]
+    return [tokenizer.encode(m, add_special_tokens=False) if isinstance(m, str) else _chat(tokenizer, m, True) for m in messages]
 
 # %% ../nbs/06_tasks.ipynb #bea6a1d6
 def render_prompts(tokenizer, messages:list) -> list:
     "The text each prompt (`Prompt.messages`) is generated from, as `encode_prompts` renders it: a chat through the template (a final assistant message continued), text as it is"
-    def chat(m):
-        cont = m[-1]['role'] == 'assistant'
-        return tokenizer.apply_chat_template(m, add_generation_prompt=not cont, continue_final_message=cont, tokenize=False)
-    return [m if isinstance(m, str) else chat(m) for m in messages]
+    return [m if isinstance(m, str) else _chat(tokenizer, m, False) for m in messages]
 
 # %% ../nbs/06_tasks.ipynb #1e5d244f
 def _in_thread(fn, kw:dict) -> asyncio.Future:
