@@ -84,11 +84,15 @@ def keep_record(run:Path, dest:Path, wall:float, **extra) -> Path:
     return dest
 
 
+def seeds_interval(acc:np.ndarray) -> dict:
+    "Per-problem results [seeds, problems]: the median over seeds of their mean, with a bootstrap interval over seeds and problems"
+    lo, hi = bootstrap_ci(acc, stat=np.median)
+    return {'median': float(np.median(acc.mean(1))), 'lo': lo, 'hi': hi, 'per_seed': acc.mean(1).tolist()}
+
+
 def final_with_interval(runs:list, key:str='correct') -> dict:
     "Median over seeds of the final accuracy (greedy: 'correct'; sampled: 'sampled_each'), with a bootstrap interval over seeds and problems"
-    finals = np.array([evaluations(r)[-1][key] for r in runs], dtype=float)  # [seeds, problems]
-    lo, hi = bootstrap_ci(finals, stat=np.median)
-    return {'median': float(np.median(finals.mean(1))), 'lo': lo, 'hi': hi, 'per_seed': finals.mean(1).tolist()}
+    return seeds_interval(np.array([evaluations(r)[-1][key] for r in runs], dtype=float))
 
 
 def gain_with_interval(runs:list, key:str='correct') -> dict:
@@ -173,8 +177,9 @@ def provenance(argv:list|None=None) -> dict:
     "What a result needs to be traced: the command, the git commit (and whether the tree had changes), the machine, the versions, the date"
     import datetime, importlib.metadata, os, platform
     git = lambda *a: subprocess.run(['git', *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    flags = next((l.split(':', 1)[1].split() for l in open('/proc/cpuinfo') if l.startswith('flags')), []) if Path('/proc/cpuinfo').exists() else []
-    cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), platform.processor()) if flags else platform.processor()
+    info = dict(l.split(':', 1) for l in Path('/proc/cpuinfo').read_text().splitlines() if ':' in l) if Path('/proc/cpuinfo').exists() else {}
+    info = {k.strip(): v.strip() for k, v in info.items()}  # the last processor's lines: all cores alike here
+    flags, cpu = info.get('flags', '').split(), info.get('model name', platform.processor())
     def version(pkg):
         try: return importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError: return None

@@ -35,8 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 from evidence import (config_of, curve_svg, evaluations, final_with_interval, harness_check, keep_record, median, provenance, rel, rows,  # noqa: E402
-                      same_evaluation, same_job, time_to, timed_run)
-from tba_kit.metrics import bootstrap_ci  # noqa: E402
+                      same_evaluation, same_job, seeds_interval, time_to, timed_run)
 
 
 def clock_schedule(cfg):
@@ -74,6 +73,22 @@ def check_same_prompts(trainer, task, tok, n:int=64, seed:int=0) -> int:
     return len(idx)
 
 
+def trl_trainer(cfg, task, model, tok, out:Path, callbacks:list=(), bf16:bool=False, **args):
+    """TRL's GRPOTrainer on `cfg`'s job: the task's training rows as `trl_data` gives them, its reward, K completions per
+    prompt, prompts per step, lr, completion length, sampling settings of `cfg`; TRL's own defaults otherwise (`args`: more GRPOConfig fields)"""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+    def reward(prompts, completions, completion_ids=None, **columns): return task.reward(prompts, completions, completion_ids, **columns)
+    reward.__name__ = task.name
+    config = GRPOConfig(**dict(output_dir=str(out), num_generations=cfg.k, per_device_train_batch_size=cfg.k * cfg.prompts_per_step,
+                               gradient_accumulation_steps=1, learning_rate=cfg.lr, lr_scheduler_type=cfg.lr_schedule, warmup_steps=cfg.warmup_steps,
+                               max_completion_length=cfg.max_new_tokens, weight_decay=cfg.weight_decay, temperature=cfg.temperature,
+                               top_p=cfg.top_p, max_grad_norm=cfg.max_grad_norm or 0., max_steps=cfg.steps, use_cpu=cfg.device == 'cpu', bf16=bf16,
+                               seed=cfg.seed, logging_steps=1, save_strategy='no', report_to='none', disable_tqdm=True, dataloader_num_workers=0) | args)
+    return GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=Dataset.from_list(trl_data(task, tok)), processing_class=tok,
+                       callbacks=list(callbacks))
+
+
 def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None, keep_policy:bool=False, loss_type:str|None=None):
     """TRL's GRPOTrainer on `cfg`'s job for cfg.time_limit minutes of training; evaluations as tba_kit's (every cfg.eval_every
     steps and every `eval_minutes` of training), into `out`; the training reward as tba_kit logs it ('reward/mean');
@@ -81,9 +96,7 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None, keep_p
     if cfg.temperature_final is not None:
         raise ValueError(f"temperature_final={cfg.temperature_final}: TRL's GRPOTrainer samples at one temperature; drop the anneal for its runs")
     import torch
-    from datasets import Dataset
     from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
     from tba_kit.build import make_policy
     from tba_kit.evaluation import evaluate
     from tba_kit.tasks import ValidationSplit, make_task
@@ -91,9 +104,6 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None, keep_p
     t0 = time.perf_counter()
     task, (model, tok) = make_task(cfg.task, **cfg.task_args), make_policy(cfg)
     task = ValidationSplit(task, cfg.validation) if cfg.validation else task  # tuning: as tba_kit's loop
-    data = Dataset.from_list(trl_data(task, tok))
-    def reward(prompts, completions, completion_ids=None, **columns): return task.reward(prompts, completions, completion_ids, **columns)
-    reward.__name__ = task.name
     out.mkdir(parents=True, exist_ok=True); (out / 'evals').mkdir(exist_ok=True)
     log, clock = open(out / 'metrics.jsonl', 'w'), {'eval': 0.}
     def evaluate_now(step, sampled=False):
@@ -128,13 +138,8 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None, keep_p
             if (cfg.eval_every and step % cfg.eval_every == 0) or (self.next is not None and train >= self.next):
                 evaluate_now(step)
                 while self.next is not None and train >= self.next: self.next += eval_minutes * 60
-    args = GRPOConfig(output_dir=str(out / 'trl'), num_generations=cfg.k, per_device_train_batch_size=cfg.k * cfg.prompts_per_step,
-                      gradient_accumulation_steps=1, learning_rate=cfg.lr, lr_scheduler_type='constant' if follow else cfg.lr_schedule, warmup_steps=cfg.warmup_steps,
-                      max_completion_length=cfg.max_new_tokens, weight_decay=cfg.weight_decay,
-                      temperature=cfg.temperature, top_p=cfg.top_p, max_grad_norm=cfg.max_grad_norm or 0., max_steps=cfg.steps,
-                      use_cpu=cfg.device == 'cpu', bf16=bf16, seed=cfg.seed, logging_steps=1, save_strategy='no', report_to='none',
-                      disable_tqdm=True, dataloader_num_workers=0, **({'loss_type': loss_type} if loss_type else {}))
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok, callbacks=[Budget()])
+    trainer = trl_trainer(cfg, task, model, tok, out / 'trl', [Budget()], bf16=bf16, lr_scheduler_type='constant' if follow else cfg.lr_schedule,
+                          **({'loss_type': loss_type} if loss_type else {}))
     checked = check_same_prompts(trainer, task, tok)
     clock['load'] = time.perf_counter() - t0
     evaluate_now(0, sampled=True)
@@ -145,7 +150,7 @@ def trl_run(cfg, out:Path, bf16:bool=False, eval_minutes:float|None=None, keep_p
         from safetensors.torch import save_model
         save_model(model, str(out / 'policy.safetensors'))
     (out / 'summary.json').write_text(json.dumps({'steps': trainer.state.global_step, 'seconds': time.perf_counter() - t0, 'trl_bf16': bf16,
-                                                  'loss_type': args.loss_type, 'prompts_checked_equal': checked}))
+                                                  'loss_type': trainer.args.loss_type, 'prompts_checked_equal': checked}))
 
 
 KINDS = ('trl', 'trl_grpo', 'async', 'sync')  # TRL with its default loss ('dapo') or 'grpo'; tba_kit's two modes
@@ -180,14 +185,7 @@ def accuracy_at_steps(runs:dict) -> dict:
     "Per step evaluated by every run of every system: per system the median accuracy over seeds with its interval over seeds and problems"
     evs = {s: [{e['step']: e for e in evaluations(f)} for f in fs] for s, fs in runs.items()}
     common = sorted(set.intersection(*(set(e) for es in evs.values() for e in es)))
-    out = {}
-    for step in common:
-        out[step] = {}
-        for s, es in evs.items():
-            acc = np.array([e[step]['correct'] for e in es], float)  # [seeds, problems]
-            lo, hi = bootstrap_ci(acc, stat=np.median)
-            out[step][s] = {'median': float(np.median(acc.mean(1))), 'lo': lo, 'hi': hi, 'per_seed': acc.mean(1).tolist()}
-    return out
+    return {step: {s: seeds_interval(np.array([e[step]['correct'] for e in es], float)) for s, es in evs.items()} for step in common}
 
 
 def analyse(runs:dict, walls:dict, figure:Path) -> dict:

@@ -131,15 +131,8 @@ def main(argv=None):
 def trl_step(cfg, task, tok, model, m:dict, rate:float, repeats:int) -> dict:
     "TRL's GRPOTrainer on the same job: seconds of a whole step, of its generation and of its training pass (timed around its own methods)"
     import tempfile
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-    from peer_trl import trl_data
-    args = GRPOConfig(output_dir=tempfile.mkdtemp(), num_generations=cfg.k, per_device_train_batch_size=cfg.k * cfg.prompts_per_step,
-                      learning_rate=1e-7, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
-                      max_steps=repeats + 1, use_cpu=True, bf16=False, seed=cfg.seed, logging_steps=1, save_strategy='no', report_to='none',
-                      disable_tqdm=True, dataloader_num_workers=0)
-    def reward(prompts, completions, completion_ids=None, **columns): return task.reward(prompts, completions, completion_ids, **columns)
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=Dataset.from_list(trl_data(task, tok)), processing_class=tok)
+    from peer_trl import trl_trainer
+    trainer = trl_trainer(cfg, task, model, tok, Path(tempfile.mkdtemp()), learning_rate=1e-7, lr_scheduler_type='constant', max_steps=repeats + 1)
     spans = {'generate': [], 'step': [], 'lens': []}
     gen, step = trainer._generate_and_score_completions, trainer.training_step
     def timed_gen(*a, **kw):

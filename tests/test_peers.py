@@ -35,16 +35,6 @@ def _bench(name):
     return mod
 
 
-def _trl_trainer(model, tok, rows, tmp_path):
-    "A GRPOTrainer as benchmarks/peer_trl.py builds it, on `rows`"
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-    args = GRPOConfig(output_dir=str(tmp_path / 'trl'), num_generations=8, per_device_train_batch_size=32, max_completion_length=5,
-                      use_cpu=True, bf16=False, report_to='none', save_strategy='no', disable_tqdm=True)
-    return GRPOTrainer(model=model, reward_funcs=lambda prompts, completions, **kw: [0.] * len(prompts), args=args,
-                       train_dataset=Dataset.from_list(rows), processing_class=tok)
-
-
 def test_trl_generates_from_tba_kits_prompt_ids_on_the_main_job(tmp_path):
     "For 64 main-job prompts, the ids TRL's trainer builds equal encode_prompts' (the searchers'); TRL given the chats, as before the fix, does not"
     pytest.importorskip('trl')
@@ -56,7 +46,7 @@ def test_trl_generates_from_tba_kits_prompt_ids_on_the_main_job(tmp_path):
     cfg = Config.load(ROOT / 'configs' / 'quickstart.yaml', ['--precision=fp32'])
     task, (model, tok) = make_task(cfg.task, **cfg.task_args), make_policy(cfg)
     rows = peer.trl_data(task, tok)
-    trainer = _trl_trainer(model, tok, rows, tmp_path)
+    trainer = peer.trl_trainer(cfg, task, model, tok, tmp_path / 'trl')  # as the peer builds it
     assert peer.check_same_prompts(trainer, task, tok, n=64) == 64
     sample = random.Random(1).sample(range(len(rows)), 64)
     got = trainer._tokenize_prompts([rows[i]['prompt'] for i in sample])[0]
@@ -71,8 +61,9 @@ def test_trl_generates_from_tba_kits_prompt_ids_on_the_main_job(tmp_path):
     # the broken harness: chats handed to TRL get a closed prefix turn and a new assistant turn
     chats = trainer._tokenize_prompts([task.prompts('train')[i].messages for i in sample[:4]])[0]
     assert all(list(map(int, c)) != list(w) for c, w in zip(chats, want[:4]))
-    with pytest.raises(SystemExit, match='other tokens than tba_kit'):
-        peer.check_same_prompts(_trl_trainer(model, tok, [{'prompt': p.messages, **p.fields} for p in task.prompts('train')], tmp_path), task, tok, n=8)
+    from datasets import Dataset
+    trainer.train_dataset = Dataset.from_list([{'prompt': p.messages, **p.fields} for p in task.prompts('train')])
+    with pytest.raises(SystemExit, match='other tokens than tba_kit'): peer.check_same_prompts(trainer, task, tok, n=8)
 
 
 def _run_folder(path, rewards, accs, n=200):
