@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/checkpoints.html.md"""
 
 # %% ../nbs/09a_checkpoints.ipynb #87cd8d6e
 from __future__ import annotations
-import hashlib, json, logging, os, random, shutil, tempfile, time
+import contextlib, hashlib, json, logging, os, random, shutil, tempfile, time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,8 @@ from .models import require
 
 # %% auto #0
 __all__ = ['OWN_FILES', 'CHECKPOINT_FILES', 'FIXED_ON_RESUME', 'RunLock', 'save_checkpoint', 'checkpoint_problem',
-           'find_checkpoint', 'load_checkpoint', 'check_not_live', 'resume_config', 'set_aside']
+           'find_checkpoint', 'saved_config', 'pinned', 'load_checkpoint', 'check_not_live', 'resume_config',
+           'set_aside']
 
 # %% ../nbs/09a_checkpoints.ipynb #fcdd947a
 _log = logging.getLogger('tba_kit')
@@ -92,13 +93,13 @@ def _problem(ck:Path) -> str|None:
     if not (ck / 'manifest.json').exists():  # written before checksums
         missing = [f for f in CHECKPOINT_FILES if not (ck / f).exists()]
         return f"{missing[0]} is missing" if missing else None
-    try: files = json.loads((ck / 'manifest.json').read_text())['files']
-    except (ValueError, KeyError, TypeError) as e: return f"manifest.json cannot be read ({e})"
-    for name, want in files.items():
+    try: files = {name: (int(w['bytes']), str(w['sha256'])) for name, w in json.loads((ck / 'manifest.json').read_text())['files'].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as e: return f"manifest.json cannot be read ({type(e).__name__}: {e})"  # e.g. a changed byte
+    for name, (size, digest) in files.items():
         f = ck / name
         if not f.exists(): return f"{name} is missing"
-        if f.stat().st_size != want['bytes']: return f"{name} has {f.stat().st_size} bytes where {want['bytes']} were written"
-        if _digest(f) != want['sha256']: return f"{name} does not match its checksum (changed since it was written)"
+        if f.stat().st_size != size: return f"{name} has {f.stat().st_size} bytes where {size} were written"
+        if _digest(f) != digest: return f"{name} does not match its checksum (changed since it was written)"
     return None
 
 # %% ../nbs/09a_checkpoints.ipynb #ee7356b3
@@ -121,6 +122,40 @@ def find_checkpoint(path:str|Path) -> Path:
         raise FileNotFoundError(f"no checkpoint in {str(p)!r}: the run stopped before its first checkpoint, so there is nothing to resume. "
                                 f"Start it again in the same folder with its settings: tba train {p / 'config.json'} (what it logged is kept in {p}/stopped-*)")
     raise FileNotFoundError(f"no checkpoint in {str(p)!r}: give a run directory or one of its checkpoints/step_* folders")
+
+# %% ../nbs/09a_checkpoints.ipynb #9e7ca62a
+def saved_config(folder:Path, shown:Path|None=None) -> dict:
+    "The config a checkpoint or run folder holds (`config.json`), with an error naming the file (as in folder `shown`) if it cannot be read"
+    f = Path(folder) / 'config.json'
+    try: return json.loads(f.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ValueError(f"{str(Path(shown or folder) / 'config.json')!r} cannot be read ({type(e).__name__}: {e}): the run's settings are lost with it; "
+                         "use an earlier checkpoint, or start again from the YAML config") from e
+
+# %% ../nbs/09a_checkpoints.ipynb #1d908dff
+def _link(f:Path, to:Path):
+    try: os.link(f, to)
+    except FileNotFoundError: raise
+    except OSError: shutil.copy2(f, to)  # another file system, or no hard links: a copy
+
+@contextlib.contextmanager
+def pinned(path:str|Path, tries:int=5):
+    "(checkpoint, folder to read it from): the newest intact checkpoint of `path` (`find_checkpoint`), its files hard-linked for the block"
+    for attempt in range(tries):
+        pin = None
+        try:
+            ck = find_checkpoint(path)
+            try: pin = Path(tempfile.mkdtemp(dir=ck.parent, prefix='.pin-'))  # beside it: neither a step_* nor a .tmp-* a run touches
+            except OSError: pin = Path(tempfile.mkdtemp(prefix='tba_kit-pin-'))  # a folder we cannot write: copies elsewhere
+            for f in ck.iterdir(): _link(f, pin / f.name)
+            if checkpoint_problem(pin) is None: break
+        except FileNotFoundError:  # pruned by its live run meanwhile (or no checkpoint at all: said on the last try)
+            if attempt == tries - 1: raise
+        if pin is not None: shutil.rmtree(pin, ignore_errors=True)
+    else: raise ValueError(f"no checkpoint of {str(path)!r} stayed intact while it was read ({tries} tries): its run prunes them too fast; "
+                           "raise its keep_checkpoints, or evaluate it when it ends")
+    try: yield ck, pin
+    finally: shutil.rmtree(pin, ignore_errors=True)
 
 # %% ../nbs/09a_checkpoints.ipynb #b04a5ac8
 def _read(ck:Path, name:str, load):
@@ -160,7 +195,7 @@ def resume_config(cfg:Config, resume:str|Path) -> Config:
     "`cfg` for continuing the run in `resume`: out_dir is that run's folder; fields fixed by the checkpoint must agree"
     check_not_live(resume)
     ck = find_checkpoint(resume)
-    saved = json.loads((ck / 'config.json').read_text())
+    saved = saved_config(ck)
     for f in FIXED_ON_RESUME:
         if f in saved and saved[f] != getattr(cfg, f):
             raise ValueError(f"config field {f!r} cannot change on resume ({saved[f]!r} in {ck}, {getattr(cfg, f)!r} given): "

@@ -14,7 +14,7 @@ from .core import stderr_line
 from .models import require
 
 # %% auto #0
-__all__ = ['main', 'evaluate_target', 'run_interruptible']
+__all__ = ['EVAL_FIELDS', 'main', 'evaluate_target', 'run_interruptible']
 
 # %% ../nbs/11_cli.ipynb #3661e4f8
 def _parser():
@@ -33,14 +33,14 @@ def _parser():
 
 # %% ../nbs/11_cli.ipynb #31f0ab08
 def _train_config(args, overrides) -> tuple:
-    from tba_kit.checkpoints import check_not_live, find_checkpoint
+    from tba_kit.checkpoints import check_not_live, find_checkpoint, saved_config
     resume = None
     if args.resume:
         if any(o.lstrip('-').startswith(('out_dir=', 'out-dir=')) for o in overrides):
             raise ValueError(f"config field 'out_dir': a resumed run continues in its own folder ({args.resume}); copy the folder to continue a copy")
         check_not_live(args.resume)  # before reading its checkpoints
         resume = find_checkpoint(args.resume)
-        if args.config is None: return _with_overrides(json.loads((resume / 'config.json').read_text()), overrides), resume
+        if args.config is None: return _with_overrides(saved_config(resume), overrides), resume
     if args.config is None: raise ValueError("tba train needs a config file (or --resume DIR)")
     return Config.load(args.config, overrides), resume
 
@@ -83,26 +83,46 @@ def main(argv:list|None=None) -> int:
     return 0
 
 # %% ../nbs/11_cli.ipynb #7a97990c
+EVAL_FIELDS = ('model', 'lora', 'seed', 'precision', 'device', 'trainer_threads', 'task', 'task_args', 'validation', 'temperature',
+               'logprob_temperature', 'eval_max_new_tokens', 'eval_batch_size', 'eval_limit', 'eval_samples')  # what an evaluation reads
+
 def evaluate_target(target:str, limit:int|None=None,
-                    overrides:list=(),  # '--key=value' config overrides, as `tba train` takes them
+                    overrides:list=(),  # '--key=value' config overrides of the fields in EVAL_FIELDS, as `tba train` takes them
                     out:str|None=None) -> dict:  # a new JSONL file for every held-out problem (the result keeps 3)
     "Held-out metrics (greedy, and sampled with `eval_samples`) of a config's model, or of a run directory's / checkpoint's policy"
-    from tba_kit.checkpoints import find_checkpoint
+    from tba_kit.checkpoints import pinned, saved_config
+    from tba_kit.runtime import check_writable
+    if bad := sorted({o.lstrip('-').partition('=')[0].replace('-', '_') for o in overrides} - set(EVAL_FIELDS)):
+        raise ValueError(f"config field {bad[0]!r} means nothing to an evaluation: tba eval takes overrides of {', '.join(EVAL_FIELDS)}")
+    if out:  # refused before the evaluation runs
+        if Path(out).exists(): raise FileExistsError(f"--out {out} already exists: name a new file (nothing is overwritten)")
+        check_writable(Path(out).parent, '--out')  # e.g. a folder under a file
+    p = Path(target)
+    if p.is_dir():
+        with pinned(p) as (ck, folder):  # a live run may prune it meanwhile
+            saved = saved_config(folder, ck)
+            cfg = _with_overrides(saved, list(overrides))
+            if cfg.model != saved['model']: raise ValueError(f"config field 'model': {ck} holds weights of {saved['model']!r}; evaluate another model from a config")
+            return _evaluate(cfg, folder / 'policy.safetensors', ck, limit, out)
+    if p.name == 'config.json' and ((p.parent / 'checkpoints').is_dir() or (p.parent / 'manifest.json').exists()):
+        raise ValueError(f"{target} is the saved config of a run with checkpoints: give its folder ({p.parent}) to evaluate its newest checkpoint; "
+                         "a YAML config scores the untrained model")
+    return _evaluate(Config.load(p, list(overrides)), None, None, limit, out)
+
+# %% ../nbs/11_cli.ipynb #9b7bd6b3
+def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:str|None) -> dict:
+    "The evaluation of `tba eval`: the config's policy (with the checkpoint's `weights`, which must be finite) on its held-out problems"
     from tba_kit.build import make_policy
     from tba_kit.evaluation import evaluate
     from tba_kit.tasks import ValidationSplit, make_task
-    if out and Path(out).exists(): raise FileExistsError(f"--out {out} already exists: name a new file (nothing is overwritten)")
-    p = Path(target)
-    if p.is_dir():
-        ck = find_checkpoint(p)
-        saved = json.loads((ck / 'config.json').read_text())
-        cfg = _with_overrides(saved, list(overrides))
-        if cfg.model != saved['model']: raise ValueError(f"config field 'model': {ck} holds weights of {saved['model']!r}; evaluate another model from a config")
-    else: cfg, ck = Config.load(p, list(overrides)), None
     import torch
     torch.set_num_threads(cfg.trainer_threads)
     model, tok = make_policy(cfg)
-    if ck is not None: require('safetensors.torch', 'pip install safetensors').load_model(model, str(ck / 'policy.safetensors'))
+    if weights is not None:
+        require('safetensors.torch', 'pip install safetensors').load_model(model, str(weights))
+        if bad := [n for n, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()]:
+            raise ValueError(f"checkpoint {str(ck)!r} holds non-finite weights ({len(bad)} tensors, e.g. {bad[0]}): its run diverged; "
+                             "evaluate an earlier checkpoint (checkpoints/step_*), or resume from one with a lower lr")
     task = make_task(cfg.task, **cfg.task_args)
     task = ValidationSplit(task, cfg.validation) if cfg.validation else task  # a tuning run's own split (--validation=0: the test split)
     res = evaluate(model, tok, task, 'test', cfg.eval_max_new_tokens, cfg.eval_batch_size, limit or cfg.eval_limit,

@@ -243,6 +243,8 @@ def check_ranges(self:Config):
     _need(self.lr_schedule_by == 'steps' or self.lr_schedule != 'reduce_lr_on_plateau', 'lr_schedule_by', "'reduce_lr_on_plateau' has no length to run over the clock: use 'steps'")
     _need(self.eval_limit is None or self.eval_limit >= 1, 'eval_limit', f"must be >= 1 or null (every held-out prompt), got {self.eval_limit}; eval: false skips evaluation")
     for name in ('wait_timeout', 'search_timeout', 'reward_timeout', 'trainer_timeout'): _need(getattr(self, name) > 0, name, f"seconds: must be > 0, got {getattr(self, name)}")
+    _need(self.trainer_timeout >= 10, 'trainer_timeout', f"seconds any collective of the trainer's ranks may take, sending the model's weights included: "
+          f"{self.trainer_timeout:g} s cannot be met; use >= 10 (a stopped rank is named by its heartbeat anyway)")
     _need(self.lora is None or self.model != 'tiny', 'lora', "the tiny test model has no LoRA target modules: use a Hugging Face model, or lora: null")
     if self.lora is not None:
         from tba_kit.models import require

@@ -21,12 +21,12 @@ from .core import collate
 from .metrics import diversity_metrics
 from .models import require
 from .records import SINKS, RunLog, RunSummary
-from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, TrainerFirst, check_model_path, check_writable, say
+from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, TrainerFirst, check_device, check_model_path, check_writable, say
 from .evaluation import eval_line, evaluate as evaluate_policy
 from .pool import SearchPool
 from .searchers import placement_of, plain_model
 from .tasks import ValidationSplit, make_task
-from .ranks import start_ranks
+from .ranks import check_room, start_ranks
 from .trainer import Trainer
 from .vllm_searcher import import_vllm
 
@@ -40,6 +40,7 @@ __all__ = ['Run', 'run']
 class Run:
     "The parts of a run and the two schedules that drive them"
     def __init__(self, cfg:Config, progress=True, task=None, objective=None, sampler=None):  # components given as objects replace those the config names
+        check_device(cfg.device)  # before its precision is chosen
         cfg, why = cfg.resolve_precision()  # 'auto' -> what is fast on this machine
         if why: say(f"precision: {why}")
         self.cfg, self.progress = cfg, progress
@@ -48,8 +49,6 @@ class Run:
         self.placement = placement_of(cfg)
         self.placement.prepare(cfg)  # a missing package (Ray) is named before any model loads
         for name in cfg.log_with: require(*SINKS[name].needs)
-        if cfg.device.startswith('cuda') and not torch.cuda.is_available():
-            raise RuntimeError(f"config field 'device': {cfg.device!r} is not available here (torch.cuda.is_available() is False); use device: cpu")
         torch.set_num_threads(cfg.trainer_threads)
         torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
         if task is None and given(cfg.task): raise ValueError(f"task {cfg.task} was given to run() as an object: give it again, run(config, task=...)")
@@ -64,7 +63,7 @@ class Run:
         if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
             raise ValueError(f"config field 'prefill': {cfg.prefill} completions cannot fit in a buffer of buffer_capacity x training prompts = "
                              f"{cfg.buffer_capacity} x {n}: lower prefill or raise buffer_capacity")
-        check_writable(Path(cfg.out_dir)); check_model_path(cfg.model)
+        check_writable(Path(cfg.out_dir)); check_model_path(cfg.model); check_room(cfg)
         self.status(f"loading the policy {cfg.model!r}", new=True)
         self.model, self.tok = make_policy(cfg)
         self.status.done()

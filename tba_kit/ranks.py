@@ -22,7 +22,7 @@ from .trainer import StepRefused
 # %% auto #0
 __all__ = ['PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'wait_joined', 'next_command', 'follow', 'how_ended',
            'RankGroup', 'RankError', 'torchrun_rank', 'follow_torchrun', 'RankActor', 'RayRank', 'ray_followers',
-           'start_ranks', 'serve_rank', 'main']
+           'check_room', 'start_ranks', 'serve_rank', 'main']
 
 # %% ../nbs/09f_ranks.ipynb #r5
 def free_port() -> int:
@@ -269,6 +269,19 @@ def ray_followers(cfg:Config, port:int, threads:int) -> tuple:
         ranks.append(RayRank(ray, actor, actor.serve.remote(r, world, host, port, 'cuda' if gpu else 'cpu', cfg.trainer_timeout, threads), where['pid'], pg))
     return host, ranks
 
+# %% ../nbs/09f_ranks.ipynb #6c0d9365
+def check_room(cfg:Config):
+    "Refuse more trainer ranks than this machine can hold (started here: one GPU or one core each), before any model loads"
+    world = cfg.trainer_procs
+    if world == 1 or torchrun_rank(cfg) or cfg.placement_name == 'ray': return  # torchrun and Ray place the ranks themselves
+    if cfg.device.startswith('cuda'):
+        if torch.cuda.device_count() < world + int(rank_device(cfg.device, 0).split(':')[1]):
+            raise ValueError(f"config field 'trainer_procs': {world} ranks need GPUs {rank_device(cfg.device, 0)} to {rank_device(cfg.device, world - 1)}, "
+                             f"this machine has {torch.cuda.device_count()} GPU(s)")
+    elif world > (cores := os.cpu_count() or 1):
+        raise ValueError(f"config field 'trainer_procs': {world} ranks started on this machine need a core each, and it has {cores}: "
+                         f"use --trainer_procs={cores} or fewer, or place ranks on other machines (torchrun, or placement: ray)")
+
 # %% ../nbs/09f_ranks.ipynb #r28
 def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGroup:
     "The trainer as `cfg.trainer_procs` ranks (started here, by torchrun, or as Ray actors): `model` sharded (a copy of it on rank 0) and kept whole as the mirror"
@@ -277,9 +290,8 @@ def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGro
     if env := torchrun_rank(cfg):  # the other ranks run `tba train` too, as followers
         host, port, serve = env['host'], env['port'], env['serve']
     elif cfg.placement_name == 'ray': host, procs = ray_followers(cfg, port, threads)
-    elif cfg.device.startswith('cuda') and torch.cuda.device_count() < world + int(rank_device(cfg.device, 0).split(':')[1]):
-        raise ValueError(f"config field 'trainer_procs': {world} ranks need GPUs {rank_device(cfg.device, 0)} to {rank_device(cfg.device, world - 1)}, this machine has {torch.cuda.device_count()} GPU(s)")
     else:
+        check_room(cfg)
         procs = [subprocess.Popen([sys.executable, '-m', 'tba_kit.ranks', str(r), str(world), str(port), rank_device(cfg.device, r), str(cfg.trainer_timeout), str(threads)])
                  for r in range(1, world)]
     try:

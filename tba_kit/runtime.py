@@ -15,8 +15,8 @@ from .core import stderr_line
 from .tasks import RewardError
 
 # %% auto #0
-__all__ = ['PromptStream', 'RewardGuard', 'Status', 'say', 'check_model_path', 'check_writable', 'TrainerFirst', 'ClockBar',
-           'StepLines']
+__all__ = ['PromptStream', 'RewardGuard', 'Status', 'say', 'check_model_path', 'check_device', 'check_writable', 'TrainerFirst',
+           'ClockBar', 'StepLines']
 
 # %% ../nbs/09c_runtime.ipynb #14a2be7c
 class PromptStream:
@@ -110,18 +110,36 @@ def say(line:str): stderr_line(f"tba_kit: {line}")
 
 # %% ../nbs/09c_runtime.ipynb #ddfaf7e8
 def check_model_path(model:str):
-    "Refuse a model given as a local path that does not exist, before anything loads (hub names are the loader's to check)"
+    "Refuse a model given as a local path that does not exist or holds no model, before anything loads (hub names are the loader's to check)"
     p = Path(model).expanduser()
     if (model.startswith(('/', '.', '~')) or (len(p.parts) > 1 and Path(p.parts[0]).is_dir())) and not p.exists():
         raise ValueError(f"config field 'model': {model!r} does not exist; give an existing model folder, a hub name, or 'tiny'")
+    if p.is_dir() and not (p / 'config.json').exists():
+        raise ValueError(f"config field 'model': the folder {model!r} holds no config.json, so it is not a saved model "
+                         f"(it has {sorted(f.name for f in p.iterdir())[:8] or 'nothing'}); give the folder save_pretrained wrote, a hub name, or 'tiny'")
+
+
+# %% ../nbs/09c_runtime.ipynb #115cbe72
+def check_device(device:str):
+    "Refuse a trainer device this machine does not have, before any model loads"
+    kind, _, index = device.partition(':')
+    if kind == 'cpu': return
+    import torch
+    backend = getattr(torch, kind, None)
+    n = backend.device_count() if backend is not None and backend.is_available() else 0
+    if int(index or 0) >= n:
+        raise ValueError(f"config field 'device': {device!r}, but torch sees {n} {kind} device(s) on this machine"
+                         + (" (is this torch built for it? torch.__version__ " + torch.__version__ + ")" if n == 0 else "") + ": use device: cpu, or run it where the device is")
 
 # %% ../nbs/09c_runtime.ipynb #b488d63e
-def check_writable(out:Path):
-    "Refuse an out_dir that cannot be written (checked on its nearest existing folder), before any model loads"
+def check_writable(out:Path, name:str='out_dir'):
+    "Refuse a folder that cannot be written (checked on its nearest existing folder), before any model loads"
     p = out.resolve()
     while not p.exists(): p = p.parent
     if not (p.is_dir() and os.access(p, os.W_OK | os.X_OK)):
-        raise ValueError(f"config field 'out_dir': {str(out)!r} cannot be written ({str(p)!r} is not a writable folder); choose another out_dir")
+        raise ValueError(f"{name if name.startswith('-') else f'config field {name!r}'}: {str(out)!r} cannot be written "
+                         f"({str(p)!r} is not a writable folder); choose another {name}")
+
 
 # %% ../nbs/09c_runtime.ipynb #ac9d7556
 class TrainerFirst:

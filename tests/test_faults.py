@@ -87,7 +87,11 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
            'task': dict(task='probe_syntax:make'), 'task ': dict(task='probe_raises:make'),
            'lr_schedule_by': dict(lr_schedule='cosine', lr_schedule_by='time'), 'lr_schedule_by ': dict(lr_schedule_by='minutes', time_limit=5),
            'decay_steps': dict(lr_schedule='warmup_stable_decay', decay_steps=500, steps=100),
-           'beta_final': dict(objective='grpo', beta_final=0.01, beta_steps=10)}  # grpo's KL coefficient kl_coef is 0: nothing to schedule (was ignored)
+           'beta_final': dict(objective='grpo', beta_final=0.01, beta_steps=10),  # grpo's KL coefficient kl_coef is 0: nothing to schedule (was ignored)
+           # from the third outside probe: spawned a million ranks, failed after the model loaded, or failed naming no field
+           'trainer_procs': dict(trainer_procs=1_000_000), 'trainer_timeout': dict(trainer_timeout=0.001), 'device': dict(device='cuda:99'),
+           'model  ': dict(model=str(tmp_path / 'empty_folder'))}
+    (tmp_path / 'empty_folder').mkdir()
     (tmp_path / 'probe_syntax.py').write_text('def make(**kw):\n    return 1 +\n')
     (tmp_path / 'probe_raises.py').write_text('def make(**kw): raise RuntimeError("no data here")\n')
     (tmp_path / 'probe_surrogate.py').write_text('from tba_kit.tasks import PromptTask\n'
@@ -364,3 +368,57 @@ def test_fault_injection_suite(tmp_path, capsys):
         print(f"\nfault injection (seed {seed}): faults survived {len(results)} of {len(chosen)} injected; "
               f"steps lost {sum(results.values())} in all")
         for k, v in results.items(): print(f"  {k}: survived, {v} step(s) lost")
+
+
+# --- evaluations the third outside probe saw fail, mislead or score nonsense ---
+
+def _copy_checkpoint(run:Path, to:Path, change) -> Path:
+    "A copy of the run's newest checkpoint, changed by `change(folder)`, with its manifest written again to match"
+    from tba_kit.checkpoints import _write_manifest
+    ck = to / 'checkpoints' / find_checkpoint(run).name
+    shutil.copytree(find_checkpoint(run), ck)
+    (ck / 'manifest.json').unlink()
+    change(ck)
+    _write_manifest(ck, 1)
+    return ck
+
+
+def test_tba_eval_refuses_what_it_cannot_score(tmp_path):
+    """Before: non-finite weights scored 100%, a run's config.json scored the untrained model, a changed byte in the manifest
+    or a corrupt config.json gave tracebacks naming no file, --out under a file and meaningless overrides were found late or never"""
+    import asyncio, torch
+    from safetensors.torch import load_file, save_file
+    from test_loop import TINY
+    from tba_kit.cli import evaluate_target
+    from tba_kit.loop import run
+    asyncio.run(run(task='t_vowels', steps=1, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path / 'run'), **TINY))
+    with pytest.raises(ValueError, match="saved config of a run with checkpoints: give its folder"):
+        evaluate_target(str(tmp_path / 'run' / 'config.json'))
+    with pytest.raises(ValueError, match="'steps' means nothing to an evaluation"): evaluate_target(str(tmp_path / 'run'), overrides=['--steps=3'])
+    (tmp_path / 'file').write_text('x')
+    with pytest.raises(ValueError, match="--out: .* cannot be written"): evaluate_target(str(tmp_path / 'run'), out=str(tmp_path / 'file' / 'e.jsonl'))
+    def nan(ck):
+        w = load_file(ck / 'policy.safetensors')
+        save_file({k: torch.full_like(v, float('nan')) for k, v in w.items()}, ck / 'policy.safetensors')
+    with pytest.raises(ValueError, match=r"holds non-finite weights .* its run diverged"): evaluate_target(str(_copy_checkpoint(tmp_path / 'run', tmp_path / 'nan', nan)))
+    bad = _copy_checkpoint(tmp_path / 'run', tmp_path / 'cfg', lambda ck: (ck / 'config.json').write_text('{"model": "ti'))
+    with pytest.raises(ValueError, match=re.escape(f"{str(bad / 'config.json')!r} cannot be read")): evaluate_target(str(bad))
+    flipped = _copy_checkpoint(tmp_path / 'run', tmp_path / 'flip', lambda ck: None)
+    (flipped / 'manifest.json').write_text((flipped / 'manifest.json').read_text().replace('"sha256"', '"sha2560"', 1))
+    for target in (flipped, flipped.parent.parent):
+        with pytest.raises(ValueError, match="manifest.json cannot be read"): evaluate_target(str(target))
+    assert evaluate_target(str(tmp_path / 'run'))['checkpoint'].endswith('step_000001')  # the run itself is fine
+
+
+def test_tba_eval_of_a_live_run_pins_its_checkpoint(tmp_path):
+    "Before: 10 of 10 evaluations of a run that checkpoints every step, keeping 1, failed (the checkpoint was pruned before it was read)"
+    from tba_kit.cli import evaluate_target
+    out = tmp_path / 'live'
+    p = tba_train(*TINY_CLI, '--mode=sync', '--steps=100000', '--checkpoint_every=1', '--keep_checkpoints=1', f'--out_dir={out}')
+    try:
+        wait_for_steps(out, 3, p)
+        seen = [evaluate_target(str(out), limit=2)['checkpoint'] for _ in range(5)]
+        assert p.poll() is None and len(set(seen)) > 1, seen  # the run went on checkpointing (and pruning) meanwhile
+        assert not list((out / 'checkpoints').glob('.pin-*'))  # nothing left behind
+    finally:
+        p.send_signal(signal.SIGINT); p.communicate(timeout=120)
