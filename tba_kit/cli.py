@@ -69,7 +69,7 @@ def main(argv:list|None=None) -> int:
         else:
             print(json.dumps(evaluate_target(args.target, args.limit, rest, args.out), indent=1))
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as e:
-        _say(f"error: {e}"); return 2
+        _say(f"error: {e}"); return getattr(e, 'exit_code', 2)  # a bad input; a run that diverged: 1
     except OSError as e:  # e.g. a model that is neither a folder nor reachable on the hub; a full disk
         _say(f"error: {type(e).__name__}: {' '.join(str(e).split())}"); return 2  # one line, also when a library's message has several
     except (KeyboardInterrupt, asyncio.CancelledError):

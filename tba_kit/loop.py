@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from .buffer import ReplayBuffer
 from .checkpoints import RunLock, find_checkpoint, load_checkpoint, resume_config, save_checkpoint, set_aside
 from .build import WeightSync, kl_schedule, make_objective, make_policy, make_sampler, make_searcher, make_searchers
-from .config import Config, given
+from .config import Config, _default, given
 from .core import collate
 from .metrics import diversity_metrics
 from .models import require
@@ -27,7 +27,7 @@ from .pool import SearchPool
 from .searchers import placement_of, plain_model
 from .tasks import ValidationSplit, make_task
 from .ranks import check_room, start_ranks
-from .trainer import Trainer
+from .trainer import Diverged, Trainer
 from .vllm_searcher import import_vllm
 
 _log = logging.getLogger('tba_kit')  # warnings (a failed measurement); status lines go to stderr
@@ -310,6 +310,17 @@ def save_on_exit(self:Run):
     say(f"{what} at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "
             f"continue with `tba train --resume {self.out}`")
 
+# %% ../nbs/10_loop.ipynb #7ef7ade9
+@patch
+def divergence_advice(self:Run) -> str:
+    "The settings that likely made a run diverge (lr, and those changed from their defaults), and where it can continue from"
+    cfg = self.cfg
+    likely = [f"lr {cfg.lr:g}"] + [f"{n} {getattr(cfg, n)}" for n in ('weight_decay', 'log_z_lr', 'gamma', 'max_grad_norm') if getattr(cfg, n) != _default(n)]
+    last = sorted((self.out / 'checkpoints').glob('step_*'))
+    then = (f"its last checkpoint, {last[-1]}, is kept: continue from it with a safer value, e.g. tba train --resume {self.out} --lr={cfg.lr / 10:g}"
+            if last else f"no checkpoint was written before it (checkpoint_every: {cfg.checkpoint_every}): start again with a safer value")
+    return f"the likely cause is among {', '.join(likely)} (lr, and the settings changed from their defaults). These weights are not checkpointed; {then}"
+
 # %% ../nbs/10_loop.ipynb #e1020dd3
 @patch
 async def __call__(self:Run, resume:str|Path|None=None) -> RunSummary:
@@ -372,13 +383,15 @@ async def _train(self:Run, resume) -> RunSummary:
             if d := self.measure_diversity(start=False): self.record(d)
     except BaseException as e:  # Ctrl-C, SIGTERM, a cancelled cell, a dead worker, a reward error, a timeout: keep the work
         self.interrupted = isinstance(e, (asyncio.CancelledError, KeyboardInterrupt))
-        self.failed = True; raise
+        self.failed = True
+        if isinstance(e, Diverged): self.failed = 'diverged'; raise Diverged(f"{e}: {self.divergence_advice()}") from None  # no checkpoint of these weights
+        raise
     finally:
         self.status.done()
         if self.bar is not None: self.bar.close()
         await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
         self.weights.close()
-        if self.failed: self.save_on_exit()
+        if self.failed is True: self.save_on_exit()
     try: self.summary.eval_after = await self.eval_held_out(sampled=True)
     except BaseException as e:  # interrupted in the last evaluation: the steps since the last checkpoint are kept all the same
         self.interrupted, self.failed = isinstance(e, (asyncio.CancelledError, KeyboardInterrupt)), True

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/trainer.html.md"""
 
 # %% ../nbs/08_trainer.ipynb #131ee06f
 from __future__ import annotations
-import copy, contextlib, time
+import copy, contextlib, logging, math, time
 from dataclasses import dataclass
 
 import torch
@@ -18,7 +18,8 @@ from .models import require
 from .objectives import Objective
 
 # %% auto #0
-__all__ = ['select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer', 'StepRefused', 'clock_step']
+__all__ = ['LOSS_LIMIT', 'select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer', 'StepRefused', 'Diverged',
+           'clock_step']
 
 # %% ../nbs/08_trainer.ipynb #04699f16
 def select_rows(batch:Batch, rows:list) -> Batch:
@@ -118,7 +119,7 @@ class Trainer:
         groups = [dict(params=self.params, lr=lr, weight_decay=weight_decay)] + objective.param_groups()
         self.optimizer = torch.optim.AdamW(groups, lr=lr)
         self.scheduler = lr_scheduler(self.optimizer, lr_schedule, warmup_steps, total_steps, decay_steps, stable_steps)
-        self.step_count, self.total_steps = 0, total_steps
+        self.step_count, self.total_steps, self._norm_after = 0, total_steps, None
         if beta is not None: _set_beta(objective, beta(0))
 
     @property
@@ -208,8 +209,10 @@ def step(self:Trainer, batch:Batch,
     B, sums = len(batch), self._accumulate(batch)
     grad_norm = self._clip()
     if not (torch.isfinite(sums['loss']) and torch.isfinite(grad_norm)): self._refuse(batch, float(sums['loss']), float(grad_norm))
-    del sums['loss']
+    self._check_loss(float(sums.pop('loss')))
+    before, sums_before = self._norm_after or self._weight_norm(), self._bf16_probe()  # the last update's norm, unless weights were loaded since
     self.optimizer.step(); self.optimizer.zero_grad(set_to_none=True)
+    self._check_update(before, sums_before)
     lr = self.optimizer.param_groups[0]['lr']
     if progress is None: self.scheduler.step()
     self.step_count += 1
@@ -244,10 +247,58 @@ def _check_resolution(self:Trainer, batch:Batch, nats:float=0.05):
 def _refuse(self:Trainer, batch:Batch, loss:float, grad_norm:float):
     "Leave the weights as they are and say why: an overflowing loss would write inf / nan into every weight"
     self.optimizer.zero_grad(set_to_none=True)
-    r = batch.rewards.float()
+    if not math.isfinite(self._weight_norm()): raise Diverged(f"step {self.step_count + 1}: the weights are no longer finite numbers (an earlier update overflowed)")
+    r, beta = batch.rewards.float(), getattr(self.objective, 'beta', None) if self.objective.needs.kl_name == 'beta' else None
+    why = (f"The batch's rewards span [{r.min():.3g}, {r.max():.3g}]: log-rewards (reward / beta) this large overflow float32; scale the reward "
+           "function down or raise beta") if beta and float(r.abs().max()) / beta > 1e4 else (
+           f"The batch's rewards ([{r.min():.3g}, {r.max():.3g}]) are not large: a learning rate (lr, log_z_lr) or weight_decay too large for this model is the likely cause")
     raise StepRefused(f"step {self.step_count + 1}: the loss is {loss:.3g} and the gradient norm {grad_norm:.3g}, so the step was refused "
-                     f"(weights unchanged). The batch's rewards span [{r.min():.3g}, {r.max():.3g}]: log-rewards (reward / beta) this "
-                     "large overflow float32; scale the reward function down or raise beta")
+                      f"(weights unchanged). {why}")
+
+# %% ../nbs/08_trainer.ipynb #990d0e8d
+_log = logging.getLogger('tba_kit')
+
+class Diverged(StepRefused):
+    "Training diverged (the loss, or the weights after an update, exploded): raised alike on every rank; the run stops and is not checkpointed"
+    exit_code = 1
+
+LOSS_LIMIT = (0.05 * 2 ** 23) ** 2  # ~1.8e11: a squared residual whose float32 spacing exceeds 0.05 nats
+
+@patch
+def _weight_norm(self:Trainer) -> float:
+    "The norm of the trained weights, over every shard"
+    n = torch.nn.utils.get_total_norm([p.detach() for p in self.params])
+    return float(n.full_tensor() if hasattr(n, 'full_tensor') else n)
+
+@patch
+def _check_loss(self:Trainer, loss:float):
+    if abs(loss) > LOSS_LIMIT:
+        self.optimizer.zero_grad(set_to_none=True)
+        raise Diverged(f"step {self.step_count + 1}: the loss is {loss:.3g} (residuals of {math.sqrt(abs(loss)):.3g} nats, beside which float32 loses "
+                       "the log-probs), so training diverged (weights unchanged by this step)")
+
+_local = lambda p: p.to_local() if hasattr(p, 'to_local') else p  # a rank's shard
+
+@patch
+def _bf16_probe(self:Trainer):
+    "Before the first pure-bf16 update with a gradient: the sum of each weight tensor that has one (None for the others; None when not probing)"
+    if self.precision != 'bf16' or getattr(self, '_probed', False): return None
+    moved = [p.grad is not None and bool(_local(p.grad).any()) for p in self.params]
+    if not any(moved): return None
+    self._probed = True
+    return [float(_local(p).detach().float().sum()) if m else None for p, m in zip(self.params, moved)]
+
+@patch
+def _check_update(self:Trainer, before:float, sums:list|None):
+    "Stop a run whose update blew the weights up; warn once where pure-bf16 updates vanished"
+    after = self._norm_after = self._weight_norm()
+    if not (math.isfinite(after) and after <= 2 * before + 1e-12):
+        raise Diverged(f"step {self.step_count + 1}: one update took the weights' norm from {before:.4g} to {after:.4g}, so training diverged")
+    if sums is not None:
+        same = sum(float(_local(p).detach().float().sum()) == s for p, s in zip(self.params, sums) if s is not None)
+        if same: _log.warning(f"precision bf16: {same} of {sum(s is not None for s in sums)} weight tensors with a gradient did not change in the first update: updates of lr "
+                              f"{self.optimizer.param_groups[0]['lr']:.3g} fall below bf16's resolution (~0.4% of a weight) and vanish; use precision: "
+                              "bf16-mixed (fp32 weights), or a larger lr")
 
 # %% ../nbs/08_trainer.ipynb #5ac5f1d5
 @patch
@@ -262,6 +313,7 @@ def state_dict(self:Trainer) -> dict:
 def load_state_dict(self:Trainer, state:dict):
     self.optimizer.load_state_dict(state['optimizer']); self.scheduler.load_state_dict(state['scheduler'])
     self.objective.load_state_dict(state['objective']); self.step_count = state['step']
+    self._norm_after = None  # the policy's weights are loaded beside this state
     if state.get('ref') is not None and self.ref is not None: self.ref.load_state_dict(state['ref'])
     if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
 

@@ -422,3 +422,40 @@ def test_tba_eval_of_a_live_run_pins_its_checkpoint(tmp_path):
         assert not list((out / 'checkpoints').glob('.pin-*'))  # nothing left behind
     finally:
         p.send_signal(signal.SIGINT); p.communicate(timeout=120)
+
+
+# --- runs that diverged trained on silently, or stopped blaming the rewards (the third outside probe) ---
+
+@pytest.mark.parametrize('setting, said', [(dict(lr=10.), "one update took the weights' norm from"), (dict(weight_decay=1e6), "weight_decay 1000000.0"),
+                                           (dict(lr=1e3, max_grad_norm=None), "max_grad_norm None"), (dict(objective='tb', gamma=1e-9), "gamma 1e-09"),
+                                           (dict(objective='tb', log_z_lr=1e6), "log_z_lr 1000000.0")])
+def test_a_diverging_run_stops_naming_the_setting_and_keeps_its_last_checkpoint(tmp_path, setting, said):
+    "Before: lr 10, gamma 1e-9, log_z_lr 1e6 trained on (exit 0); lr 1e3 without clipping and weight_decay 1e6 were refused a step later, blaming the rewards"
+    import asyncio
+    from test_loop import TINY
+    from tba_kit.loop import run
+    from tba_kit.trainer import Diverged
+    out = tmp_path / 'run'
+    with pytest.raises(Diverged, match='so training diverged') as e:
+        asyncio.run(run(task='t_vowels', steps=20, mode='sync', placement='inline', eval=False, checkpoint_every=1, out_dir=str(out), **(TINY | setting)))
+    assert said in str(e.value) and 'These weights are not checkpointed' in str(e.value), str(e.value)
+    kept = sorted((out / 'checkpoints').glob('step_*'))
+    done = max(r['train/step'] for r in map(json.loads, open(out / 'metrics.jsonl')) if 'train/step' in r) if kept else 0
+    assert [k.name for k in kept][-1:] == ([f'step_{done:06d}'] if done else []) and (not kept or str(kept[-1]) in str(e.value))  # the last good step's, named
+
+
+def test_a_diverging_run_exits_1_with_one_line(tmp_path):
+    r = train(*TINY_CLI, '--mode=sync', '--lr=10', '--steps=30', f'--out_dir={tmp_path / "run"}')
+    lines = [l for l in r.stderr.splitlines() if l.startswith('tba:')]
+    assert r.returncode == 1 and len(lines) == 1 and 'so training diverged' in lines[0] and 'Traceback' not in r.stderr, r.stderr[-2000:]
+
+
+def test_vanishing_bf16_updates_are_named(tmp_path, caplog):
+    "Before: precision bf16 with lr 1e-5 left 5 of 20 weight tensors unchanged, silently"
+    import asyncio
+    from test_loop import TINY
+    from tba_kit.loop import run
+    with caplog.at_level('WARNING', logger='tba_kit'):
+        asyncio.run(run(task='t_vowels', steps=6, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **(TINY | dict(precision='bf16', lr=1e-7))))
+    said = [r.message for r in caplog.records if 'precision bf16' in r.message]
+    assert len(said) == 1 and 'did not change in the first update' in said[0], said
