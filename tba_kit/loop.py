@@ -259,6 +259,15 @@ async def train_async(self:Run):
             pool.check()
     finally: await pool.stop()
 
+# %% ../nbs/10_loop.ipynb #433f32ba
+@patch
+async def searched(self:Run, searcher, prompts:list) -> list:
+    "A sync round's search: a searcher that times out itself (a process or an actor) is restarted as in async mode; another gets search_timeout here"
+    if hasattr(searcher, 'timeout'): return await self.pool.search_once(searcher, prompts)
+    try: return await asyncio.wait_for(self.pool.search_once(searcher, prompts), self.cfg.search_timeout)
+    except TimeoutError:
+        raise TimeoutError(f"searcher {searcher.name!r} did not finish a search within search_timeout ({self.cfg.search_timeout:g} s)") from None
+
 # %% ../nbs/10_loop.ipynb #2c003a1a
 @patch
 async def train_sync(self:Run):
@@ -271,7 +280,7 @@ async def train_sync(self:Run):
             self.buffer.mark_sync()
         prompts = self.stream.take(cfg.prompts_per_step)
         shards = [prompts[i::len(self.searchers)] for i in range(len(self.searchers))]
-        got = await asyncio.gather(*(asyncio.wait_for(self.pool.search_once(s, sh), cfg.search_timeout) for s, sh in zip(self.searchers, shards) if sh))
+        got = await asyncio.gather(*(self.searched(s, sh) for s, sh in zip(self.searchers, shards) if sh))
         trajs, gen_s = [x for g in got for x in g], time.perf_counter() - t
         self.buffer.add(trajs)
         groups = {}

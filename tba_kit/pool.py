@@ -27,7 +27,7 @@ class SearchPool:
         self.data, self.searching, self.gate = asyncio.Event(), asyncio.Event(), asyncio.Event()  # new data; searching allowed; a step taken
         self.searching.set()
         self.made = self.rows_trained = 0  # completions searched, rows trained: the search_ratio budget
-        self.hungry, self.held, self.stopping = False, 0., False  # the trainer waits for data; seconds searchers were held by the budget
+        self.hungry, self.held, self.stopping, self.repeats = False, 0., False, 0  # the trainer waits for data; seconds searchers were held by the budget; searches in a row that added nothing new
         self.stats, self.last = [], []  # (searcher, metrics) of each search since the last step; the latest search's completions
 
     async def search_once(self, searcher, prompts, k:int|None=None) -> list:
@@ -56,8 +56,19 @@ async def loop(self:SearchPool, searcher):
             self.held += time.perf_counter() - t; continue
         trajs = await self.search_once(searcher, self.stream.take(self.cfg.search_prompts), self.cfg.search_k)
         self.made += len(trajs)
-        self.buffer.add(trajs)
+        new = self.buffer.add(trajs)
+        self.repeats = 0 if new or not trajs else self.repeats + 1
+        if self.hungry and self.repeats >= 5: raise SearcherError(self.repeat_error())
         self.data.set()
+
+# %% ../nbs/09e_pool.ipynb #19ace9db
+@patch
+def repeat_error(self:SearchPool) -> str:
+    "Why the trainer starves on searches that bring nothing new"
+    c = self.cfg
+    return (f"the last {self.repeats} searches brought only completions the replay buffer already holds, which dedup: true drops, so the trainer "
+            f"has nothing new to train on: sampling this narrow (temperature {c.temperature:g}, top_p {c.top_p:g}) repeats itself. "
+            "Raise temperature or top_p, or set dedup: false (repeats are then the policy's frequencies)")
 
 # %% ../nbs/09e_pool.ipynb #a02a70ea
 @patch

@@ -151,8 +151,7 @@ async def _generate(self:ProcessSearcher, prompts, k):
             if self.restarts >= self.max_restarts: raise SearcherError(f"{e}; it was restarted {self.restarts} times already (max_restarts): giving up") from e
             self.restarts += 1
             _log.warning(f"{e}: restarting it ({self.restarts} of {self.max_restarts}) with the current weights; its prompts are searched again")
-            await self.aclose(timeout=1.); self._pending.restore()
-            await self.start()
+            await self.aclose(timeout=1.); self._pending.restore()  # the next _search starts it again, inside this retry loop: a death during the restart is one more restart
 
 # %% ../nbs/07a_workers.ipynb #b0fb3448
 @patch

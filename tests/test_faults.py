@@ -459,3 +459,35 @@ def test_vanishing_bf16_updates_are_named(tmp_path, caplog):
         asyncio.run(run(task='t_vowels', steps=6, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **(TINY | dict(precision='bf16', lr=1e-7))))
     said = [r.message for r in caplog.records if 'precision bf16' in r.message]
     assert len(said) == 1 and 'did not change in the first update' in said[0], said
+
+
+def test_a_searcher_killed_again_while_it_restarts_is_restarted_again(tmp_path):
+    "Before: the restart's own start ran outside the retry loop, so a second death stopped the run with restarts unused"
+    p = _cli(tmp_path / 'run', tmp_path=tmp_path)
+    wait_for_steps(tmp_path / 'run', 3, p)
+    first = _worker_of(p.pid)
+    os.kill(first, signal.SIGKILL)
+    for _ in range(600):  # the restarted worker, killed while it loads
+        if (second := _worker_of(p.pid)) != first: break
+        time.sleep(0.01)
+    os.kill(second, signal.SIGKILL)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0 and 'restarting it (2 of 3)' in err, err[-3000:]
+    assert steps_of(tmp_path / 'run') == list(range(1, TARGET + 1))
+
+
+def test_searches_that_only_repeat_are_named_within_seconds(tmp_path):
+    "Before: near-greedy sampling with dedup on made every search a duplicate, and pre-filling waited wait_timeout (600 s) before asking 'are the searchers alive?'"
+    t = time.monotonic()
+    r = train(*TINY_CLI, '--task_args={n_train: 4, n_test: 4}', '--temperature=1e-6', '--top_p=1e-9', '--dedup=true', f'--out_dir={tmp_path / "run"}')
+    assert r.returncode == 1 and 'brought only completions the replay buffer already holds' in r.stderr and 'set dedup: false' in r.stderr, r.stderr[-2000:]
+    assert time.monotonic() - t < 150  # model loads and searches included; the stall itself is named after 5 searches
+
+
+def test_a_stopped_searcher_in_sync_mode_is_restarted(tmp_path):
+    "Before: in sync mode the round's own timeout fired first and the run ended with 'tba: error: TimeoutError: ' (no message)"
+    p = _cli(tmp_path / 'run', '--mode=sync', '--search_timeout=5', tmp_path=tmp_path)
+    wait_for_steps(tmp_path / 'run', 3, p)
+    os.kill(_worker_of(p.pid), signal.SIGSTOP)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0 and 'did not answer search within 5 s' in err and 'restarting it (1 of 3)' in err, err[-3000:]
