@@ -34,9 +34,11 @@ _log = logging.getLogger('tba_kit')  # warnings (a failed measurement); status l
 
 
 # %% auto #0
-__all__ = ['Run', 'run']
+__all__ = ['RANKS_CHECKPOINT_EVERY', 'Run', 'run']
 
 # %% ../nbs/10_loop.ipynb #283e390c
+RANKS_CHECKPOINT_EVERY = 25  # with trainer ranks and checkpoint_every 0: a rank fault loses at most these steps
+
 class Run:
     "The parts of a run and the two schedules that drive them"
     def __init__(self, cfg:Config, progress=True, task=None, objective=None, sampler=None):  # components given as objects replace those the config names
@@ -77,6 +79,9 @@ class Run:
                   ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
                   ref_reset_every=cfg.ref_reset_every, pad_id=self.tok.pad_token_id, temperature=cfg.logprob_temp)
         if cfg.trainer_procs > 1:  # the ranks notebook: self.model stays whole on rank 0, gathered when read (trainer.model)
+            if not cfg.checkpoint_every:  # a rank's fault takes the ranks' optimizer state with it: only checkpoints keep steps
+                self.cfg = cfg = cfg.replace(checkpoint_every=RANKS_CHECKPOINT_EVERY)
+                say(f"trainer ranks: checkpoint_every {RANKS_CHECKPOINT_EVERY} (a rank's fault loses the steps since the last checkpoint; set checkpoint_every to choose)")
             self.status(f"starting {cfg.trainer_procs} trainer ranks", new=True)
             self.trainer = start_ranks(cfg, self.model, objective, **kw)
             self.status.done()
@@ -314,6 +319,7 @@ def checkpoint(self:Run) -> Path:
 def save_on_exit(self:Run):
     "A checkpoint of the last finished step when the run ends early, so that `--resume` continues it (never masks the error)"
     what = 'interrupted' if self.interrupted else 'stopped by an error'
+    if getattr(self.trainer, 'broken', None): return  # a rank fault: the ranks' state went with them; its error names the last checkpoint
     try: p = self.checkpoint()
     except Exception as e: say(f"{what} at step {self.trainer.step_count}; writing its checkpoint failed too ({type(e).__name__}: {e})"); return
     say(f"{what} at step {self.trainer.step_count}: checkpoint {p} written (replay buffer included); "

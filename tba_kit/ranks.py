@@ -8,6 +8,7 @@ Docs: https://tba-kit.github.io/tba_kit/ranks.html.md"""
 from __future__ import annotations
 import atexit, copy, os, pickle, signal, socket, subprocess, sys, threading, time
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 from fastcore.basics import patch
@@ -20,9 +21,9 @@ from .sharding import ReplicatedTrainer, ShardedTrainer, full_state_dict, load_f
 from .trainer import StepRefused
 
 # %% auto #0
-__all__ = ['PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'wait_joined', 'next_command', 'follow', 'how_ended',
-           'RankGroup', 'RankError', 'torchrun_rank', 'follow_torchrun', 'RankActor', 'RayRank', 'ray_followers',
-           'check_room', 'start_ranks', 'serve_rank', 'main']
+__all__ = ['BEAT', 'STALL', 'PARALLEL', 'OPS', 'free_port', 'rank_device', 'join_ranks', 'heartbeat', 'wait_joined',
+           'next_command', 'follow', 'how_ended', 'RankGroup', 'RankError', 'torchrun_rank', 'follow_torchrun',
+           'RankActor', 'RayRank', 'ray_followers', 'check_room', 'start_ranks', 'serve_rank', 'main']
 
 # %% ../nbs/09f_ranks.ipynb #r5
 def free_port() -> int:
@@ -46,6 +47,24 @@ def join_ranks(rank:int, world:int, host:str, port:int, device:str, timeout:floa
     else: wait_joined(store, run, procs, timeout)
     dist.init_process_group(backend, store=dist.PrefixStore(run + 'group', store), rank=rank, world_size=world, timeout=timedelta(seconds=timeout))
     return dist.PrefixStore(run + 'tba_kit', store)
+
+# %% ../nbs/09f_ranks.ipynb #458cc9bf
+BEAT, STALL = 2., 30.  # seconds between a follower's heartbeats; seconds without one before rank 0 names the rank
+
+def _beats(host:str, port:int) -> dist.Store:
+    "A store client of this thread's own for the heartbeats (a client is not shared between threads)"
+    run = f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
+    return dist.PrefixStore(run + 'beat', dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=30), wait_for_workers=False))
+
+def heartbeat(rank:int, host:str, port:int) -> threading.Thread:
+    "A follower's heartbeat: its counter in the store goes up every BEAT seconds while the process runs (ends with rank 0's store)"
+    def beat():
+        try:
+            store = _beats(host, port)
+            while True: store.add(str(rank), 1); time.sleep(BEAT)
+        except Exception: pass  # rank 0 and its store are gone: the follower ends with its commands
+    t = threading.Thread(target=beat, name=f'tba_kit-heartbeat-{rank}', daemon=True); t.start()
+    return t
 
 # %% ../nbs/09f_ranks.ipynb #r10
 def wait_joined(store:dist.Store, run:str, procs:list, timeout:float):
@@ -95,11 +114,14 @@ def how_ended(p) -> str:
 # %% ../nbs/09f_ranks.ipynb #r18
 class RankGroup:
     "The trainer as ranks: this process is rank 0 and drives `procs` (the followers) with commands posted in `store`; `mirror` is the whole policy"
-    def __init__(self, trainer:ShardedTrainer, mirror:nn.Module, procs:list, store:dist.TCPStore, timeout:float, out_dir:str='<out_dir>'):
+    def __init__(self, trainer:ShardedTrainer, mirror:nn.Module, procs:list, store:dist.TCPStore, timeout:float, out_dir:str='<out_dir>',
+                 where:tuple|None=None):  # (host, port) of the store: rank 0 watches the followers' heartbeats there
         self.trainer, self.mirror, self.procs, self.store, self.timeout, self.out_dir = trainer, mirror, procs, store, timeout, out_dir
-        self.fresh, self.broken, self.closed, self.posted, self.gathering = True, None, False, 0, 0.
+        self.fresh, self.broken, self.closed, self.posted, self.gathering, self.stalled = True, None, False, 0, 0., None
         self.lock = threading.Lock()  # one command at a time, whichever thread sends it
         atexit.register(self.close)  # the followers never outlive this process
+        if where is not None and trainer is not None:
+            threading.Thread(target=self.watch, args=(*where, trainer.world), name='tba_kit-rank-watch', daemon=True).start()
 
     READS = ('step_count', 'version', 'ref', 'objective', 'device', 'precision', 'total_steps')  # rank 0's trainer's, read-only
 
@@ -108,6 +130,33 @@ class RankGroup:
         return getattr(self.__dict__['trainer'], name)
 
     def __repr__(self): return f"RankGroup({len(self.procs) + 1} ranks, {self.trainer!r})"
+
+# %% ../nbs/09f_ranks.ipynb #cfcf5cb8
+@patch
+def watch(self:RankGroup, host:str, port:int, world:int):
+    "Rank 0's watch over the followers' heartbeats: a rank silent for STALL seconds is named (`stalled`), and stopped if this process started it"
+    try: store = _beats(host, port)
+    except Exception: return
+    seen = {r: (-1, time.monotonic()) for r in range(1, world)}
+    while not self.closed and self.stalled is None:
+        for r, (n, since) in seen.items():
+            try: now = store.add(str(r), 0)
+            except Exception: return  # the store is gone: the run is ending
+            if now != n: seen[r] = (now, time.monotonic()); continue
+            if time.monotonic() - since < STALL: continue
+            proc = self.procs[r - 1] if r <= len(self.procs) else None
+            state = _proc_state(proc.pid) if isinstance(proc, subprocess.Popen) else None  # a Ray rank's process may be elsewhere
+            self.stalled = (f"trainer rank {r}{f' (pid {proc.pid})' if proc is not None else ''} stopped answering: no heartbeat for {STALL:.0f} s"
+                            + (f" (its process is {state})" if state else ""))
+            if proc is not None: proc.kill()  # the collective it holds fails now, not at trainer_timeout
+            return
+        time.sleep(BEAT)
+
+def _proc_state(pid:int) -> str|None:
+    "A local process's state in words (stopped, sleeping, ...), from /proc"
+    try: code = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+    except (OSError, IndexError): return None
+    return {'T': 'stopped (SIGSTOP?)', 't': 'stopped by a debugger', 'D': 'in uninterruptible I/O', 'R': 'running', 'S': 'sleeping', 'Z': 'a zombie'}.get(code, code)
 
 # %% ../nbs/09f_ranks.ipynb #r80
 class RankError(RuntimeError):
@@ -121,7 +170,8 @@ def _fault(self:RankGroup, op:str, e:Exception) -> str:
         if dead := [(r, p) for r, p in enumerate(self.procs, 1) if p.poll() is not None]: break
         time.sleep(0.1)
     where = f"during '{op}' at step {self.trainer.step_count + (op == 'step')}"
-    if dead: who = '; '.join(f"trainer rank {r} (pid {p.pid}) {how_ended(p)}" for r, p in dead)
+    if self.stalled: who = self.stalled  # named by its heartbeat (and stopped by us: not 'killed by SIGKILL')
+    elif dead: who = '; '.join(f"trainer rank {r} (pid {p.pid}) {how_ended(p)}" for r, p in dead)
     elif 'timed out' in str(e).lower() or 'timeout' in str(e).lower(): who = f"a trainer rank did not answer within trainer_timeout ({self.timeout:g} s)"
     else: who = f"a collective of the trainer's ranks failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
     return f"{who} {where}"
@@ -148,8 +198,15 @@ def _all(self:RankGroup, op:str, *args, followers:tuple|None=None):
             self.broken = f"rank 0 failed during '{op}' ({type(e).__name__})" if ours else self._fault(op, e)
             self.close()
             if ours: raise  # rank 0's own error (a bug, out of memory, an interrupt), with its traceback
-            raise RankError(f"{self.broken}: the trainer's ranks were stopped. Continue from the last checkpoint with "
-                            f"`tba train --resume {self.out_dir}` (with any trainer_procs)") from e
+            raise RankError(f"{self.broken}: the trainer's ranks were stopped. {self.resume_advice()}") from e
+
+# %% ../nbs/09f_ranks.ipynb #2cf9b5c5
+@patch
+def resume_advice(self:RankGroup) -> str:
+    "What to run after a rank fault: the ranks' optimizer state since the last checkpoint is gone with them, so never promise one that is not there"
+    last = sorted(Path(self.out_dir, 'checkpoints').glob('step_*'))
+    if last: return f"Continue from its last checkpoint ({last[-1].name}) with `tba train --resume {self.out_dir}` (with any trainer_procs)"
+    return f"No checkpoint was written before the fault, so nothing can be resumed: start the run again (checkpoint_every keeps steps with ranks)"
 
 # %% ../nbs/09f_ranks.ipynb #r22
 @patch
@@ -304,7 +361,7 @@ def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGro
         group = RankGroup(None, model, procs, None, cfg.trainer_timeout); group.broken = 'rank 0 failed while starting'
         group.close()  # kills the followers, releases a Ray placement group, leaves the process group
         raise
-    return RankGroup(trainer, model, procs, store, cfg.trainer_timeout, cfg.out_dir)
+    return RankGroup(trainer, model, procs, store, cfg.trainer_timeout, cfg.out_dir, where=(host, port))
 
 # %% ../nbs/09f_ranks.ipynb #r29
 def serve_rank(rank:int, world:int, host:str, port:int, device:str, timeout:float):
@@ -312,6 +369,7 @@ def serve_rank(rank:int, world:int, host:str, port:int, device:str, timeout:floa
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is rank 0's: it finishes the step (with us), checkpoints, then stops us
     store = join_ranks(rank, world, host, port, device, timeout, serve=False)
+    heartbeat(rank, host, port)
     try:
         policy, cls, objective, kw = pickle.loads(store.get('start'))
         model, _ = make_policy(Config(**policy, device=device))

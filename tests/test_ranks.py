@@ -64,15 +64,18 @@ def followers(p) -> list:
     return [c for c in psutil.Process(p.pid).children() if 'tba_kit.ranks' in ' '.join(c.cmdline())]
 
 
-@pytest.mark.parametrize('fault', ['kill', 'hang'])
+@pytest.mark.parametrize('fault', ['kill', 'hang', 'kill before a checkpoint'])
 def test_a_rank_that_dies_or_hangs_stops_the_run_by_name_and_resume_finishes_it(tmp_path, fault):
+    """Before: a stopped rank was found only at trainer_timeout (600 s by default) as 'a trainer rank did not answer', and the error
+    promised a checkpoint to resume from when none had been written"""
     out = tmp_path / 'run'
-    p = tba_train(*TINY_CLI, '--steps=100000', '--checkpoint_every=1', '--trainer_procs=2', '--trainer_timeout=15', f'--out_dir={out}')
+    every = [] if fault == 'kill before a checkpoint' else ['--checkpoint_every=1']  # the default with ranks: every 25 steps
+    p = tba_train(*TINY_CLI, '--steps=100000', *every, '--trainer_procs=2', *(['--trainer_timeout=15'] if fault != 'hang' else []), f'--out_dir={out}')
     try:
         wait_for_steps(out, 3, p)
         (rank1,) = followers(p)
         t = time.monotonic()
-        rank1.send_signal(signal.SIGKILL if fault == 'kill' else signal.SIGSTOP)
+        rank1.send_signal(signal.SIGSTOP if fault == 'hang' else signal.SIGKILL)
         _, err = p.communicate(timeout=120)
         took = time.monotonic() - t
     finally:
@@ -80,9 +83,14 @@ def test_a_rank_that_dies_or_hangs_stops_the_run_by_name_and_resume_finishes_it(
         for c in psutil.Process().children(recursive=True):
             if 'tba_kit.ranks' in ' '.join(c.cmdline()): c.kill()
     assert p.returncode == 1, err[-3000:]
-    said = f"trainer rank 1 (pid {rank1.pid}) was killed by SIGKILL" if fault == 'kill' else "a trainer rank did not answer within trainer_timeout (15 s)"
-    assert said in err and '--resume' in err, err[-3000:]
-    assert took < (30 if fault == 'kill' else 60), took  # found at the next collective: at once if dead, after the timeout if hung
+    said = (f"trainer rank 1 (pid {rank1.pid}) stopped answering: no heartbeat for 30 s (its process is stopped" if fault == 'hang'
+            else f"trainer rank 1 (pid {rank1.pid}) was killed by SIGKILL")
+    assert said in err and 'writing its checkpoint failed' not in err, err[-3000:]
+    assert took < (30 if fault != 'hang' else 60), took  # found at the next collective if dead; by its heartbeat (trainer_timeout is 600 s) if stopped
+    if fault == 'kill before a checkpoint':
+        assert 'checkpoint_every 25' in err and 'No checkpoint was written before the fault, so nothing can be resumed' in err and '--resume' not in err, err[-3000:]
+        return
+    assert 'Continue from its last checkpoint (step_' in err and '--resume' in err, err[-3000:]
     done = rows(out)[-1]['train/step']
     r = train('--resume', str(out), f'--steps={done + 2}', '--trainer_procs=2', '--no-progress')
     assert r.returncode == 0, r.stderr[-3000:]
