@@ -21,7 +21,7 @@ from .core import collate
 from .metrics import diversity_metrics
 from .models import require
 from .records import SINKS, RunLog, RunSummary
-from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, TrainerFirst, check_device, check_model_path, check_writable, say
+from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, TrainerFirst, check_context, check_device, check_model_path, check_writable, say
 from .evaluation import eval_line, evaluate as evaluate_policy
 from .pool import SearchPool
 from .searchers import placement_of, plain_model
@@ -69,6 +69,7 @@ class Run:
         self.status(f"loading the policy {cfg.model!r}", new=True)
         self.model, self.tok = make_policy(cfg)
         self.status.done()
+        check_context(self.task, self.tok, self.model, cfg.max_new_tokens, cfg.eval_max_new_tokens)  # before any searcher starts
         self.eval_ref = None
         if cfg.eval_kl_samples:  # eval/kl's reference: a frozen copy of the initial policy
             ref = plain_model(self.model)

@@ -15,8 +15,8 @@ from .core import stderr_line
 from .tasks import RewardError
 
 # %% auto #0
-__all__ = ['PromptStream', 'RewardGuard', 'Status', 'say', 'check_model_path', 'check_device', 'check_writable', 'TrainerFirst',
-           'ClockBar', 'StepLines']
+__all__ = ['PromptStream', 'RewardGuard', 'Status', 'say', 'check_model_path', 'check_device', 'check_context', 'check_writable',
+           'TrainerFirst', 'ClockBar', 'StepLines']
 
 # %% ../nbs/09c_runtime.ipynb #14a2be7c
 class PromptStream:
@@ -130,6 +130,20 @@ def check_device(device:str):
     if int(index or 0) >= n:
         raise ValueError(f"config field 'device': {device!r}, but torch sees {n} {kind} device(s) on this machine"
                          + (" (is this torch built for it? torch.__version__ " + torch.__version__ + ")" if n == 0 else "") + ": use device: cpu, or run it where the device is")
+
+# %% ../nbs/09c_runtime.ipynb #2ffdb795
+def check_context(task, tokenizer, model, max_new_tokens:int, eval_max_new_tokens:int, longest:int=64):
+    "Refuse prompts that, with their completion, pass the model's context (checked on each split's `longest` prompts by characters, as the searchers render them)"
+    from tba_kit.tasks import encode_prompts
+    ctx = getattr(getattr(model, 'config', None), 'max_position_embeddings', None)
+    if not ctx: return
+    size = lambda p: len(p.messages) if isinstance(p.messages, str) else sum(len(str(m.get('content', ''))) for m in p.messages)
+    for split, new, field_ in (('train', max_new_tokens, 'max_new_tokens'), ('test', eval_max_new_tokens, 'eval_max_new_tokens')):
+        top = sorted(task.prompts(split), key=size, reverse=True)[:longest]
+        for p, ids in zip(top, encode_prompts(tokenizer, [p.messages for p in top])):
+            if len(ids) + new > ctx:
+                raise ValueError(f"config field 'task': {split} prompt {p.id!r} has {len(ids)} tokens, and with {field_} {new} its completion passes the "
+                                 f"model's context of {ctx} tokens (max_position_embeddings): shorten or drop such prompts, or lower {field_}")
 
 # %% ../nbs/09c_runtime.ipynb #b488d63e
 def check_writable(out:Path, name:str='out_dir'):

@@ -491,3 +491,19 @@ def test_a_stopped_searcher_in_sync_mode_is_restarted(tmp_path):
     os.kill(_worker_of(p.pid), signal.SIGSTOP)
     _, err = p.communicate(timeout=300)
     assert p.returncode == 0 and 'did not answer search within 5 s' in err and 'restarting it (1 of 3)' in err, err[-3000:]
+
+
+def test_prompts_longer_than_the_model_context_are_refused(tmp_path, monkeypatch):
+    "Before: a training or held-out prompt longer than the model's context was accepted, with only a transformers warning"
+    import asyncio
+    from test_loop import TINY
+    from tba_kit.loop import run
+    (tmp_path / 'long_task.py').write_text(
+        "from tba_kit.tasks import PromptTask\nLONG = 'word ' * 250  # 1,250 byte tokens: the tiny model's context is 1,024\n"
+        "zero = lambda prompts, completions, **kw: [0.] * len(completions)\n"
+        "def train(**kw): return PromptTask(['Say a word', LONG], zero, test=['Say a word'])\n"
+        "def test(**kw): return PromptTask(['Say a word'], zero, test=['Say a word', LONG])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for split in ('train', 'test'):
+        with pytest.raises(ValueError, match=f"config field 'task': {split} prompt '{split}-1' has 12[0-9][0-9] tokens.*context of 1024 tokens"):
+            asyncio.run(run(task=f'long_task:{split}', steps=1, mode='sync', placement='inline', out_dir=str(tmp_path / split), **TINY))
