@@ -274,6 +274,10 @@ async def searched(self:Run, searcher, prompts:list) -> list:
     except TimeoutError:
         raise TimeoutError(f"searcher {searcher.name!r} did not finish a search within search_timeout ({self.cfg.search_timeout:g} s)") from None
 
+# %% ../nbs/10_loop.ipynb #a3ea5843
+def _rng_states() -> tuple: return torch.get_rng_state(), np.random.get_state(), random.getstate()  # what inline searchers sample with
+def _set_rng(s:tuple): torch.set_rng_state(s[0]); np.random.set_state(s[1]); random.setstate(s[2])
+
 # %% ../nbs/10_loop.ipynb #2c003a1a
 @patch
 async def train_sync(self:Run):
@@ -281,12 +285,18 @@ async def train_sync(self:Run):
     cfg = self.cfg
     while not self.done():
         t, pub = time.perf_counter(), 0.
-        if self.trainer.step_count % cfg.sync_every == 0:  # sync_every > 1: generation lags the trainer by 0 .. sync_every - 1 versions
-            pub = await self.publish()
-            self.buffer.mark_sync()
-        prompts = self.stream.take(cfg.prompts_per_step)
-        shards = [prompts[i::len(self.searchers)] for i in range(len(self.searchers))]
-        got = await asyncio.gather(*(self.searched(s, sh) for s, sh in zip(self.searchers, shards) if sh))
+        start = self.stream.state_dict(), [s.state_dict() for s in self.searchers], _rng_states()  # what this round's search moves
+        try:
+            if self.trainer.step_count % cfg.sync_every == 0:  # sync_every > 1: generation lags the trainer by 0 .. sync_every - 1 versions
+                pub = await self.publish()
+                self.buffer.mark_sync()
+            prompts = self.stream.take(cfg.prompts_per_step)
+            shards = [prompts[i::len(self.searchers)] for i in range(len(self.searchers))]
+            got = await asyncio.gather(*(self.searched(s, sh) for s, sh in zip(self.searchers, shards) if sh))
+        except asyncio.CancelledError:  # interrupted before it trained: the checkpoint stands before this round, so a resume searches it again alike
+            self.stream.load_state_dict(start[0]); _set_rng(start[2])
+            for s, state in zip(self.searchers, start[1]): s.load_state_dict(state)
+            raise
         trajs, gen_s = [x for g in got for x in g], time.perf_counter() - t
         self.buffer.add(trajs)
         groups = {}
