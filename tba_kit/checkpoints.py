@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/checkpoints.html.md"""
 
 # %% ../nbs/09a_checkpoints.ipynb #87cd8d6e
 from __future__ import annotations
-import contextlib, hashlib, json, logging, os, random, shutil, tempfile, time
+import contextlib, errno, hashlib, json, logging, os, random, shutil, tempfile, time
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +71,11 @@ def save_checkpoint(out_dir:Path, parts:dict, cfg:Config, extra:dict|None=None) 
         _write_manifest(tmp, trainer.step_count)
         if final.exists(): os.replace(final, root / f'.tmp-old-{final.name}')  # the same step saved again: the new one wins
         os.replace(tmp, final)
+    except Exception as e:
+        if (free := shutil.disk_usage(root).free) < 2 ** 26 or getattr(e, 'errno', None) == errno.ENOSPC:  # libraries say it in their own words
+            raise OSError(errno.ENOSPC, f"checkpoint {final.name} could not be written: the disk holding {str(root)!r} is full ({free / 2 ** 20:.0f} MiB free; "
+                          f"{type(e).__name__}: {' '.join(str(e).split())[:200]}). The intact checkpoints before it are kept: free space, then resume") from e
+        raise
     finally:
         if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
     for old in [*root.glob('.tmp-old-*'), *sorted(root.glob('step_*'))[:-cfg.keep_checkpoints]]: shutil.rmtree(old, ignore_errors=True)

@@ -7,6 +7,7 @@ Docs: https://tba-kit.github.io/tba_kit/workers.html.md"""
 # %% ../nbs/07a_workers.ipynb #w2
 from __future__ import annotations
 import asyncio, importlib, logging, os, time, traceback
+from pathlib import Path
 import multiprocessing as mp
 
 from fastcore.basics import patch
@@ -48,16 +49,28 @@ def run_packed(self:Generator, prompts, k, loads, seed:int|None=None):
     version, groups, load_s = self.run(prompts, k, loads)
     return version, [pack_group(g) for g in groups], load_s
 
+# %% ../nbs/07a_workers.ipynb #f9fa3a42
+def _ended(pid:int) -> bool:
+    "Whether process `pid` has ended, a zombie not yet reaped included (Linux's /proc; elsewhere: not known, so False)"
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] in ('Z', 'X')
+    except OSError: return Path('/proc/self').exists()  # no entry: gone
+
 # %% ../nbs/07a_workers.ipynb #08010f5a
 def _worker_main(conn, spec:dict):
     "Entry point of a searcher process: load the model, then serve requests until 'close' or the parent goes away"
-    import signal, threading
+    import shutil, signal, threading
     if threading.current_thread() is threading.main_thread():  # a worker process (the lesson below runs it in a thread)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal reaches every process: the run stops its searchers itself
     try:
         import ctypes
         ctypes.CDLL('libc.so.6').prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: die with the parent
     except Exception: pass
+    parent, folders = os.getppid(), set()  # the trainer's weights folders this worker has read from
+    def orphaned(*_):  # the trainer was killed (SIGKILL leaves it no time to clean): its weights on the RAM disk go with this worker
+        if os.getppid() != parent or _ended(parent):
+            for d in folders: shutil.rmtree(d, ignore_errors=True)
+        os._exit(0)
+    if threading.current_thread() is threading.main_thread(): signal.signal(signal.SIGTERM, orphaned)  # PR_SET_PDEATHSIG's signal, or aclose's
     try:
         gen = worker_generator(spec)
         conn.send(('ready', os.getpid()))
@@ -65,10 +78,13 @@ def _worker_main(conn, spec:dict):
         conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc())); return
     while True:
         try: msg = conn.recv()
-        except (EOFError, OSError): return
+        except (EOFError, OSError):
+            if os.getppid() != parent: orphaned()
+            return
         if msg[0] == 'close': conn.send(('closed',)); return
         try:
             _, prompts, k, loads, seed = msg
+            folders.update(Path(h.path).parent for h, _ in loads if Path(h.path).parent.name.startswith(f'tba_kit-weights-{parent}-'))
             conn.send(('ok', gen.run_packed(prompts, k, loads, seed)))
         except Exception as e:
             conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc()))
