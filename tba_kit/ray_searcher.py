@@ -6,8 +6,9 @@ Docs: https://tba-kit.github.io/tba_kit/ray.html.md"""
 
 # %% ../nbs/07d_ray.ipynb #0c6ccbc2
 from __future__ import annotations
-import asyncio, importlib, itertools, os, socket, threading, time, warnings
+import asyncio, importlib, itertools, os, socket, subprocess, sys, threading, time, warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -19,8 +20,8 @@ from .weights import WeightChannel, WeightHandle, flat_source, buffer_view, fill
 from .tasks import RewardError, make_task, score
 
 # %% auto #0
-__all__ = ['RAY_INSTALL', 'PREFETCH_BYTES', 'import_ray', 'connect', 'RayHandle', 'RayChannel', 'SearchActor', 'RaySearcher',
-           'NoAnswer', 'has_room', 'ray_searcher', 'RayPlacement']
+__all__ = ['RAY_INSTALL', 'PREFETCH_BYTES', 'import_ray', 'reap_with_this_process', 'connect', 'RayHandle', 'RayChannel',
+           'SearchActor', 'RaySearcher', 'NoAnswer', 'has_room', 'ray_searcher', 'RayPlacement']
 
 # %% ../nbs/07d_ray.ipynb #de75a1bf
 RAY_INSTALL = 'pip install -e ".[ray]" (or: pip install "ray>=2.40") on every machine of the cluster'
@@ -31,11 +32,37 @@ def import_ray():
     except ImportError as e: raise ImportError(f"placement 'ray' needs Ray ({e}). Install it: {RAY_INSTALL}") from e
     return ray
 
+# %% ../nbs/07d_ray.ipynb #6cd18b79
+_REAPER = """
+import os, sys, time
+parent, known = int(sys.argv[1]), {int(p) for p in sys.argv[2:]}
+while os.getppid() == parent:  # this process's parent is the driver: once it is gone, the reaper is another's child
+    ppid = {}
+    for d in os.listdir('/proc'):
+        try: ppid[int(d)] = int(open(f'/proc/{d}/stat').read().rsplit(')', 1)[1].split()[1])
+        except (ValueError, OSError, IndexError): pass
+    while new := {p for p, pp in ppid.items() if pp in known} - known: known |= new
+    known &= set(ppid)
+    time.sleep(1)
+for p in known:
+    try: os.kill(p, 9)
+    except OSError: pass
+"""
+
+def reap_with_this_process(ray):
+    "Kill the local cluster's processes and everything they started when this process ends, even by SIGKILL (a reaper process; Linux only)"
+    if not Path('/proc/self').exists(): return
+    try: pids = [p.process.pid for ps in ray._private.worker._global_node.all_processes.values() for p in ps if p.process is not None]
+    except AttributeError: return  # another Ray's internals: Ray's own clean-up only
+    subprocess.Popen([sys.executable, '-c', _REAPER, str(os.getpid()), *map(str, pids)], stdin=subprocess.DEVNULL, start_new_session=True)
+
 # %% ../nbs/07d_ray.ipynb #37ba238e
 def connect(address:str|None=None, **init_kw):
     "Ray, connected to the cluster at `address` ('auto', 'host:port', or None: a new local cluster) unless this process is connected already"
     ray = import_ray()
-    if not ray.is_initialized(): ray.init(address=address or 'local', **({'include_dashboard': False} if address is None else {}), **init_kw)
+    if not ray.is_initialized():
+        ray.init(address=address or 'local', **({'include_dashboard': False} if address is None else {}), **init_kw)
+        if address is None: reap_with_this_process(ray)
     return ray
 
 # %% ../nbs/07d_ray.ipynb #4830a16d

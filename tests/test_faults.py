@@ -567,3 +567,19 @@ def test_a_sigkilled_run_leaves_no_weights_on_the_ram_disk(tmp_path):
         if not _shm_left(p.pid): break
         time.sleep(0.1)
     assert not _shm_left(p.pid)  # removed by its searcher process, which ends with it
+
+
+def test_a_sigkilled_ray_driver_leaves_no_ray_process(tmp_path):
+    "Before: after SIGKILL of a driver that had started a local cluster, ray::DashboardAgent and ray::RuntimeEnvAgent were alive 30 s later"
+    pytest.importorskip('ray')
+    psutil = pytest.importorskip('psutil')
+    driver = subprocess.Popen([sys.executable, '-c', "from tba_kit.ray_searcher import connect; connect(); print('up', flush=True); import time; time.sleep(600)"],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert driver.stdout.readline().strip() == 'up'
+        time.sleep(3)  # the raylet starts its agents
+        ray_procs = [c for c in psutil.Process(driver.pid).children(recursive=True) if c.cmdline()[1:2] != ['-c']]  # not the reaper (python -c)
+        assert any('DashboardAgent' in ' '.join(c.cmdline()) for c in ray_procs), [c.cmdline()[:1] for c in ray_procs]
+    finally: driver.kill(); driver.wait()
+    gone, alive = psutil.wait_procs(ray_procs, timeout=20)
+    assert not alive, [(c.pid, ' '.join(c.cmdline())[:80]) for c in alive]
