@@ -28,7 +28,7 @@ def evaluation(target:Path, overrides:list, path:Path, n:int) -> list:
     "Every held-out attack of `target` (a run, or a config for the untrained attacker): kept in `path`, reused if there"
     if not path.exists():
         t = time.perf_counter()
-        evaluate_target(str(target), overrides=overrides, out=str(path))
+        evaluate_target(str(target), overrides=overrides, out=str(path), untrained=target.name == 'config.json')
         print(f"{path.name}: evaluated in {time.perf_counter() - t:.0f} s", flush=True)
     rows = [json.loads(l) for l in path.read_text().splitlines()]
     if len(rows) != n: sys.exit(f"{path} holds {len(rows)} attacks, not {n}: another --n_test wrote it; delete it or choose another --name")

@@ -29,6 +29,7 @@ def _parser():
     e.add_argument('target', help='YAML config, or a run directory / checkpoint')
     e.add_argument('--limit', type=int, default=None, help='evaluate on the first N held-out prompts')
     e.add_argument('--out', help='write every held-out problem (prompt, completion, its scores) to this new JSONL file')
+    e.add_argument('--untrained', action='store_true', help="with a run's config.json: score the untrained model with the run's settings")
     return p
 
 # %% ../nbs/11_cli.ipynb #31f0ab08
@@ -67,7 +68,7 @@ def main(argv:list|None=None) -> int:
                                             'eval_before': summary.eval_before, 'eval_after': summary.eval_after, 'final': summary.final}, indent=1))
             else: print('\n'.join(f"tba_kit: {line}" for line in summary.lines()))
         else:
-            print(json.dumps(evaluate_target(args.target, args.limit, rest, args.out), indent=1))
+            print(json.dumps(evaluate_target(args.target, args.limit, rest, args.out, args.untrained), indent=1))
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as e:
         _say(f"error: {e}"); return getattr(e, 'exit_code', 2)  # a bad input; a run that diverged: 1
     except OSError as e:  # e.g. a model that is neither a folder nor reachable on the hub; a full disk
@@ -88,7 +89,8 @@ EVAL_FIELDS = ('model', 'lora', 'seed', 'precision', 'device', 'trainer_threads'
 
 def evaluate_target(target:str, limit:int|None=None,
                     overrides:list=(),  # '--key=value' config overrides of the fields in EVAL_FIELDS, as `tba train` takes them
-                    out:str|None=None) -> dict:  # a new JSONL file for every held-out problem (the result keeps 3)
+                    out:str|None=None,  # a new JSONL file for every held-out problem (the result keeps 3)
+                    untrained:bool=False) -> dict:  # a run's config.json: score the untrained model with the run's settings (else refused)
     "Held-out metrics (greedy, and sampled with `eval_samples`) of a config's model, or of a run directory's / checkpoint's policy"
     from tba_kit.checkpoints import pinned, saved_config
     from tba_kit.runtime import check_writable
@@ -104,9 +106,9 @@ def evaluate_target(target:str, limit:int|None=None,
             cfg = _with_overrides(saved, list(overrides))
             if cfg.model != saved['model']: raise ValueError(f"config field 'model': {ck} holds weights of {saved['model']!r}; evaluate another model from a config")
             return _evaluate(cfg, folder / 'policy.safetensors', ck, limit, out)
-    if p.name == 'config.json' and ((p.parent / 'checkpoints').is_dir() or (p.parent / 'manifest.json').exists()):
-        raise ValueError(f"{target} is the saved config of a run with checkpoints: give its folder ({p.parent}) to evaluate its newest checkpoint; "
-                         "a YAML config scores the untrained model")
+    if not untrained and p.name == 'config.json' and ((p.parent / 'checkpoints').is_dir() or (p.parent / 'manifest.json').exists()):
+        raise ValueError(f"{target} is the saved config of a run with checkpoints: give its folder ({p.parent}) to evaluate its newest checkpoint, "
+                         "or add --untrained to score the untrained model with its settings")
     return _evaluate(Config.load(p, list(overrides)), None, None, limit, out)
 
 # %% ../nbs/11_cli.ipynb #9b7bd6b3

@@ -392,8 +392,9 @@ def test_tba_eval_refuses_what_it_cannot_score(tmp_path):
     from tba_kit.cli import evaluate_target
     from tba_kit.loop import run
     asyncio.run(run(task='t_vowels', steps=1, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path / 'run'), **TINY))
-    with pytest.raises(ValueError, match="saved config of a run with checkpoints: give its folder"):
+    with pytest.raises(ValueError, match="saved config of a run with checkpoints: give its folder .* or add --untrained"):
         evaluate_target(str(tmp_path / 'run' / 'config.json'))
+    assert evaluate_target(str(tmp_path / 'run' / 'config.json'), untrained=True)['checkpoint'] is None  # when asked for
     with pytest.raises(ValueError, match="'steps' means nothing to an evaluation"): evaluate_target(str(tmp_path / 'run'), overrides=['--steps=3'])
     (tmp_path / 'file').write_text('x')
     with pytest.raises(ValueError, match="--out: .* cannot be written"): evaluate_target(str(tmp_path / 'run'), out=str(tmp_path / 'file' / 'e.jsonl'))
