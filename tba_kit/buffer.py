@@ -167,6 +167,13 @@ def mark_sync(self:ReplayBuffer):
     self._recent_cache = None
     self.syncs += 1
 
+@patch
+def sync_state(self:ReplayBuffer) -> tuple: return dict(self._recent), dict(self._fresh), self.syncs  # what mark_sync moves (a round taken back)
+
+@patch
+def load_sync_state(self:ReplayBuffer, s:tuple):
+    (self._recent, self._fresh, self.syncs), self._recent_cache = (dict(s[0]), dict(s[1]), s[2]), None
+
 # %% ../nbs/02_buffer.ipynb #bd4b8de7
 @patch
 def recent_prompts(self:ReplayBuffer) -> list:

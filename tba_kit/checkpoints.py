@@ -44,8 +44,14 @@ class RunLock:
         if self.fd is not None: os.close(self.fd); self.fd = None  # closing releases the lock
 
 # %% ../nbs/09a_checkpoints.ipynb #bb4ecdf0
+_digests = {}  # (device, inode, size, mtime) -> sha256: a file and its hard links are hashed once per process
+
 def _digest(path:Path) -> str:
-    with open(path, 'rb') as f: return hashlib.file_digest(f, 'sha256').hexdigest()
+    s = Path(path).stat()
+    key = (s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns)
+    if key not in _digests:
+        with open(path, 'rb') as f: _digests[key] = hashlib.file_digest(f, 'sha256').hexdigest()
+    return _digests[key]
 
 # %% ../nbs/09a_checkpoints.ipynb #b4508d1a
 def _write_manifest(ck:Path, step:int):
@@ -85,22 +91,23 @@ def save_checkpoint(out_dir:Path, parts:dict, cfg:Config, extra:dict|None=None) 
 CHECKPOINT_FILES = ('policy.safetensors', 'trainer.pt', 'buffer.pt', 'state.pt', 'config.json')
 _intact = {}  # checks already made in this process: (folder, file sizes and times) -> problem
 
-def checkpoint_problem(ck:Path) -> str|None:
-    "What is wrong with checkpoint folder `ck` (named by file), or None when it is intact"
+def checkpoint_problem(ck:Path, only:tuple|None=None) -> str|None:
+    "What is wrong with checkpoint folder `ck` (named by file; `only`: these files), or None when it is intact"
     ck = Path(ck)
-    stats = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(ck.iterdir())) if ck.is_dir() else ()
-    key = (str(ck.resolve()), stats)
-    if key not in _intact: _intact[key] = _problem(ck)
+    stats = tuple((f.name, (s := f.stat()).st_size, s.st_mtime_ns, s.st_ino, s.st_dev) for f in sorted(ck.iterdir())) if ck.is_dir() else ()
+    key = (stats, only)  # the files themselves: a folder of hard links to them (`pinned`) is not hashed again
+    if key not in _intact: _intact[key] = _problem(ck, only)
     return _intact[key]
 
 # %% ../nbs/09a_checkpoints.ipynb #d1b63077
-def _problem(ck:Path) -> str|None:
+def _problem(ck:Path, only:tuple|None=None) -> str|None:
     if not (ck / 'manifest.json').exists():  # written before checksums
-        missing = [f for f in CHECKPOINT_FILES if not (ck / f).exists()]
+        missing = [f for f in CHECKPOINT_FILES if not (ck / f).exists() and (only is None or f in only)]
         return f"{missing[0]} is missing" if missing else None
     try: files = {name: (int(w['bytes']), str(w['sha256'])) for name, w in json.loads((ck / 'manifest.json').read_text())['files'].items()}
     except (ValueError, KeyError, TypeError, AttributeError) as e: return f"manifest.json cannot be read ({type(e).__name__}: {e})"  # e.g. a changed byte
     for name, (size, digest) in files.items():
+        if only is not None and name not in only: continue
         f = ck / name
         if not f.exists(): return f"{name} is missing"
         if f.stat().st_size != size: return f"{name} has {f.stat().st_size} bytes where {size} were written"
@@ -144,16 +151,17 @@ def _link(f:Path, to:Path):
     except OSError: shutil.copy2(f, to)  # another file system, or no hard links: a copy
 
 @contextlib.contextmanager
-def pinned(path:str|Path, tries:int=5):
-    "(checkpoint, folder to read it from): the newest intact checkpoint of `path` (`find_checkpoint`), its files hard-linked for the block"
+def pinned(path:str|Path, files:tuple|None=None, tries:int=5):
+    "(checkpoint, folder to read it from): the newest intact checkpoint of `path` (`find_checkpoint`), its `files` (None: all) hard-linked for the block"
     for attempt in range(tries):
         pin = None
         try:
             ck = find_checkpoint(path)
             try: pin = Path(tempfile.mkdtemp(dir=ck.parent, prefix='.pin-'))  # beside it: neither a step_* nor a .tmp-* a run touches
             except OSError: pin = Path(tempfile.mkdtemp(prefix='tba_kit-pin-'))  # a folder we cannot write: copies elsewhere
-            for f in ck.iterdir(): _link(f, pin / f.name)
-            if checkpoint_problem(pin) is None: break
+            for f in ck.iterdir():
+                if files is None or f.name in files or f.name == 'manifest.json': _link(f, pin / f.name)
+            if checkpoint_problem(pin, files) is None: break
         except FileNotFoundError:  # pruned by its live run meanwhile (or no checkpoint at all: said on the last try)
             if attempt == tries - 1: raise
         if pin is not None: shutil.rmtree(pin, ignore_errors=True)

@@ -101,7 +101,8 @@ def evaluate_target(target:str, limit:int|None=None,
         check_writable(Path(out).parent, '--out')  # e.g. a folder under a file
     p = Path(target)
     if p.is_dir():
-        with pinned(p) as (ck, folder):  # a live run may prune it meanwhile
+        if untrained: raise ValueError(f"--untrained scores a run's config.json ({p / 'config.json'}); {target} is a folder, whose newest checkpoint is scored without it")
+        with pinned(p, ('policy.safetensors', 'config.json')) as (ck, folder):  # what an evaluation reads (a copy, where links fail, holds no more)  # a live run may prune it meanwhile
             saved = saved_config(folder, ck)
             cfg = _with_overrides(saved, list(overrides))
             if cfg.model != saved['model']: raise ValueError(f"config field 'model': {ck} holds weights of {saved['model']!r}; evaluate another model from a config")

@@ -244,7 +244,7 @@ def check_ranges(self:Config):
     _need(self.eval_limit is None or self.eval_limit >= 1, 'eval_limit', f"must be >= 1 or null (every held-out prompt), got {self.eval_limit}; eval: false skips evaluation")
     for name in ('wait_timeout', 'search_timeout', 'reward_timeout', 'trainer_timeout'): _need(getattr(self, name) > 0, name, f"seconds: must be > 0, got {getattr(self, name)}")
     _need(self.trainer_timeout >= 10, 'trainer_timeout', f"seconds any collective of the trainer's ranks may take, sending the model's weights included: "
-          f"{self.trainer_timeout:g} s cannot be met; use >= 10 (a stopped rank is named by its heartbeat anyway)")
+          f"{self.trainer_timeout:g} s cannot be met; use >= 10 (a stopped rank is named by its heartbeat after 30 s anyway)")
     _need(self.lora is None or self.model != 'tiny', 'lora', "the tiny test model has no LoRA target modules: use a Hugging Face model, or lora: null")
     if self.lora is not None:
         from tba_kit.models import require

@@ -69,7 +69,7 @@ class Run:
         self.status(f"loading the policy {cfg.model!r}", new=True)
         self.model, self.tok = make_policy(cfg)
         self.status.done()
-        check_context(self.task, self.tok, self.model, cfg.max_new_tokens, cfg.eval_max_new_tokens)  # before any searcher starts
+        check_context(self.task, self.tok, self.model, cfg)  # before any searcher starts
         self.eval_ref = None
         if cfg.eval_kl_samples:  # eval/kl's reference: a frozen copy of the initial policy
             ref = plain_model(self.model)
@@ -275,8 +275,12 @@ async def searched(self:Run, searcher, prompts:list) -> list:
         raise TimeoutError(f"searcher {searcher.name!r} did not finish a search within search_timeout ({self.cfg.search_timeout:g} s)") from None
 
 # %% ../nbs/10_loop.ipynb #a3ea5843
-def _rng_states() -> tuple: return torch.get_rng_state(), np.random.get_state(), random.getstate()  # what inline searchers sample with
-def _set_rng(s:tuple): torch.set_rng_state(s[0]); np.random.set_state(s[1]); random.setstate(s[2])
+def _rng_states() -> tuple:  # what inline searchers sample with
+    return torch.get_rng_state(), np.random.get_state(), random.getstate(), torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+
+def _set_rng(s:tuple):
+    torch.set_rng_state(s[0]); np.random.set_state(s[1]); random.setstate(s[2])
+    if s[3] is not None: torch.cuda.set_rng_state_all(s[3])
 
 # %% ../nbs/10_loop.ipynb #2c003a1a
 @patch
@@ -285,7 +289,7 @@ async def train_sync(self:Run):
     cfg = self.cfg
     while not self.done():
         t, pub = time.perf_counter(), 0.
-        start = self.stream.state_dict(), [s.state_dict() for s in self.searchers], _rng_states()  # what this round's search moves
+        start = self.stream.state_dict(), [s.state_dict() for s in self.searchers], _rng_states(), self.buffer.sync_state()  # what this round moves
         try:
             if self.trainer.step_count % cfg.sync_every == 0:  # sync_every > 1: generation lags the trainer by 0 .. sync_every - 1 versions
                 pub = await self.publish()
@@ -294,7 +298,7 @@ async def train_sync(self:Run):
             shards = [prompts[i::len(self.searchers)] for i in range(len(self.searchers))]
             got = await asyncio.gather(*(self.searched(s, sh) for s, sh in zip(self.searchers, shards) if sh))
         except asyncio.CancelledError:  # interrupted before it trained: the checkpoint stands before this round, so a resume searches it again alike
-            self.stream.load_state_dict(start[0]); _set_rng(start[2])
+            self.stream.load_state_dict(start[0]); _set_rng(start[2]); self.buffer.load_sync_state(start[3])
             for s, state in zip(self.searchers, start[1]): s.load_state_dict(state)
             raise
         trajs, gen_s = [x for g in got for x in g], time.perf_counter() - t

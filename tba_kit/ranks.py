@@ -59,10 +59,13 @@ def _beats(host:str, port:int) -> dist.Store:
 def heartbeat(rank:int, host:str, port:int) -> threading.Thread:
     "A follower's heartbeat: its counter in the store goes up every BEAT seconds while the process runs (ends with rank 0's store)"
     def beat():
-        try:
-            store = _beats(host, port)
-            while True: store.add(str(rank), 1); time.sleep(BEAT)
-        except Exception: pass  # rank 0 and its store are gone: the follower ends with its commands
+        store = None
+        while True:  # a daemon thread: it ends with the follower, which ends with rank 0's commands
+            try:
+                store = store or _beats(host, port)
+                store.add(str(rank), 1)
+            except Exception: store = None  # rank 0 paused (its store with it) or gone: connect again, beat on
+            time.sleep(BEAT)
     t = threading.Thread(target=beat, name=f'tba_kit-heartbeat-{rank}', daemon=True); t.start()
     return t
 
@@ -137,8 +140,11 @@ def watch(self:RankGroup, host:str, port:int, world:int):
     "Rank 0's watch over the followers' heartbeats: a rank silent for STALL seconds is named (`stalled`), and stopped if this process started it"
     try: store = _beats(host, port)
     except Exception: return
-    seen = {r: (-1, time.monotonic()) for r in range(1, world)}
+    seen, last = {r: (-1, time.monotonic()) for r in range(1, world)}, time.monotonic()
     while not self.closed and self.stalled is None:
+        if time.monotonic() - last > 3 * BEAT:  # this process was paused (Ctrl-Z, a suspended job): so was the store the followers beat in
+            seen = {r: (n, time.monotonic()) for r, (n, _) in seen.items()}
+        last = time.monotonic()
         for r, (n, since) in seen.items():
             try: now = store.add(str(r), 0)
             except Exception: return  # the store is gone: the run is ending

@@ -35,18 +35,25 @@ def import_ray():
 # %% ../nbs/07d_ray.ipynb #6cd18b79
 _REAPER = """
 import os, sys, time
-parent, known = int(sys.argv[1]), {int(p) for p in sys.argv[2:]}
+def stat(pid):  # (parent, start time) of a live process: a pid used again later has another start time
+    f = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
+    return int(f[1]), f[19]
+parent, known = int(sys.argv[1]), {}
+for p in sys.argv[2:]:
+    try: known[int(p)] = stat(p)[1]
+    except (OSError, IndexError): pass
 while os.getppid() == parent:  # this process's parent is the driver: once it is gone, the reaper is another's child
-    ppid = {}
+    procs = {}
     for d in os.listdir('/proc'):
-        try: ppid[int(d)] = int(open(f'/proc/{d}/stat').read().rsplit(')', 1)[1].split()[1])
+        try: procs[int(d)] = stat(d)
         except (ValueError, OSError, IndexError): pass
-    while new := {p for p, pp in ppid.items() if pp in known} - known: known |= new
-    known &= set(ppid)
+    known = {p: t for p, t in known.items() if procs.get(p, (0, None))[1] == t}
+    while new := {p: t for p, (pp, t) in procs.items() if pp in known and p not in known}: known |= new
     time.sleep(1)
-for p in known:
-    try: os.kill(p, 9)
-    except OSError: pass
+for p, t in known.items():
+    try:
+        if stat(p)[1] == t: os.kill(p, 9)
+    except (OSError, IndexError): pass
 """
 
 def reap_with_this_process(ray):

@@ -132,14 +132,16 @@ def check_device(device:str):
                          + (" (is this torch built for it? torch.__version__ " + torch.__version__ + ")" if n == 0 else "") + ": use device: cpu, or run it where the device is")
 
 # %% ../nbs/09c_runtime.ipynb #2ffdb795
-def check_context(task, tokenizer, model, max_new_tokens:int, eval_max_new_tokens:int, longest:int=64):
-    "Refuse prompts that, with their completion, pass the model's context (checked on each split's `longest` prompts by characters, as the searchers render them)"
+def check_context(task, tokenizer, model, cfg, longest:int=64):
+    "Refuse prompts that, with their completion, pass the model's context: the training prompts and those evaluated (each split's `longest` by characters, as rendered)"
     from tba_kit.tasks import encode_prompts
     ctx = getattr(getattr(model, 'config', None), 'max_position_embeddings', None)
     if not ctx: return
     size = lambda p: len(p.messages) if isinstance(p.messages, str) else sum(len(str(m.get('content', ''))) for m in p.messages)
-    for split, new, field_ in (('train', max_new_tokens, 'max_new_tokens'), ('test', eval_max_new_tokens, 'eval_max_new_tokens')):
-        top = sorted(task.prompts(split), key=size, reverse=True)[:longest]
+    for split, new, field_ in (('train', cfg.max_new_tokens, 'max_new_tokens'), ('test', cfg.eval_max_new_tokens, 'eval_max_new_tokens'))[:2 if cfg.eval else 1]:
+        try: prompts = task.prompts(split)[:cfg.eval_limit if split == 'test' else None]
+        except ValueError: continue  # a task without this split
+        top = sorted(prompts, key=size, reverse=True)[:longest]
         for p, ids in zip(top, encode_prompts(tokenizer, [p.messages for p in top])):
             if len(ids) + new > ctx:
                 raise ValueError(f"config field 'task': {split} prompt {p.id!r} has {len(ids)} tokens, and with {field_} {new} its completion passes the "

@@ -209,7 +209,7 @@ def step(self:Trainer, batch:Batch,
     B, sums = len(batch), self._accumulate(batch)
     grad_norm = self._clip()
     if not (torch.isfinite(sums['loss']) and torch.isfinite(grad_norm)): self._refuse(batch, float(sums['loss']), float(grad_norm))
-    self._check_loss(float(sums.pop('loss')))
+    self._check_loss(float(sums.pop('loss')), batch.rewards)
     before, sums_before = self._norm_after or self._weight_norm(), self._bf16_probe()  # the last update's norm, unless weights were loaded since
     self.optimizer.step(); self.optimizer.zero_grad(set_to_none=True)
     self._check_update(before, sums_before)
@@ -271,9 +271,12 @@ def _weight_norm(self:Trainer) -> float:
     return float(n.full_tensor() if hasattr(n, 'full_tensor') else n)
 
 @patch
-def _check_loss(self:Trainer, loss:float):
+def _check_loss(self:Trainer, loss:float, rewards:torch.Tensor):
     if abs(loss) > LOSS_LIMIT:
         self.optimizer.zero_grad(set_to_none=True)
+        top = float(rewards.abs().max())
+        if top > 1e4: raise StepRefused(f"step {self.step_count + 1}: the loss is {loss:.3g} with rewards up to {top:.3g}, so the step was refused "
+                                        "(weights unchanged): scale the reward function down")  # the rewards' scale, not a divergence
         raise Diverged(f"step {self.step_count + 1}: the loss is {loss:.3g} (residuals of {math.sqrt(abs(loss)):.3g} nats, beside which float32 loses "
                        "the log-probs), so training diverged (weights unchanged by this step)")
 
