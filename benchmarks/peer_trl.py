@@ -252,8 +252,8 @@ def run_all(systems:list, seeds:list, a, extra:list) -> dict:
                 if a.report: continue
                 out = ROOT / a.out_root / f'{label}_seed{seed}'
                 cmd = command(kind, seed, out, a.config, [*extra, *over], a.trl_bf16)
-                wall = timed_run(cmd, out, drop_checkpoints=True)
-                keep_record(out, rec, wall, **provenance([rel(c) if str(c).startswith('/') else str(c) for c in cmd[1:]]))
+                made = provenance([rel(c) if str(c).startswith('/') else str(c) for c in cmd[1:]])  # the code the run starts with
+                keep_record(out, rec, timed_run(cmd, out, drop_checkpoints=True), **made)
             runs[label].append(rec)
             ev = evaluations(rec)
             print(f"{label} seed {seed}: {ev[0]['accuracy']:.1%} -> {ev[-1]['accuracy']:.1%} in {ev[-1]['step']} steps, "
