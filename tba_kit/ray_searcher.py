@@ -42,7 +42,7 @@ parent, known = int(sys.argv[1]), {}
 for p in sys.argv[2:]:
     try: known[int(p)] = stat(p)[1]
     except (OSError, IndexError): pass
-while os.getppid() == parent:  # this process's parent is the driver: once it is gone, the reaper is another's child
+while known and os.getppid() == parent:  # its parent is the driver: once gone, the reaper is another's child; no cluster left (ray.shutdown): done
     procs = {}
     for d in os.listdir('/proc'):
         try: procs[int(d)] = stat(d)
