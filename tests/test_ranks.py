@@ -69,7 +69,7 @@ def test_a_rank_that_dies_or_hangs_stops_the_run_by_name_and_resume_finishes_it(
     """Before: a stopped rank was found only at trainer_timeout (600 s by default) as 'a trainer rank did not answer', and the error
     promised a checkpoint to resume from when none had been written"""
     out = tmp_path / 'run'
-    every = [] if fault == 'kill before a checkpoint' else ['--checkpoint_every=1']  # the default with ranks: every 25 steps
+    every = ['--checkpoint_every=0'] if fault == 'kill before a checkpoint' else ['--checkpoint_every=1']  # 0 with ranks: every 25 steps (said at start)
     p = tba_train(*TINY_CLI, '--steps=100000', *every, '--trainer_procs=2', *(['--trainer_timeout=15'] if fault != 'hang' else []), f'--out_dir={out}')
     try:
         wait_for_steps(out, 3, p)
