@@ -17,8 +17,8 @@ from .models import require
 
 # %% auto #0
 __all__ = ['OWN_FILES', 'CHECKPOINT_FILES', 'FIXED_ON_RESUME', 'RunLock', 'save_checkpoint', 'checkpoint_problem',
-           'find_checkpoint', 'saved_config', 'pinned', 'load_checkpoint', 'check_not_live', 'resume_config',
-           'set_aside']
+           'find_checkpoint', 'newest_checkpoint', 'saved_config', 'pinned', 'load_checkpoint', 'check_not_live',
+           'resume_config', 'set_aside']
 
 # %% ../nbs/09a_checkpoints.ipynb #fcdd947a
 _log = logging.getLogger('tba_kit')
@@ -89,18 +89,11 @@ def save_checkpoint(out_dir:Path, parts:dict, cfg:Config, extra:dict|None=None) 
 
 # %% ../nbs/09a_checkpoints.ipynb #47a7b912
 CHECKPOINT_FILES = ('policy.safetensors', 'trainer.pt', 'buffer.pt', 'state.pt', 'config.json')
-_intact = {}  # checks already made in this process: (folder, file sizes and times) -> problem
 
+# %% ../nbs/09a_checkpoints.ipynb #d1b63077
 def checkpoint_problem(ck:Path, only:tuple|None=None) -> str|None:
     "What is wrong with checkpoint folder `ck` (named by file; `only`: these files), or None when it is intact"
     ck = Path(ck)
-    stats = tuple((f.name, (s := f.stat()).st_size, s.st_mtime_ns, s.st_ino, s.st_dev) for f in sorted(ck.iterdir())) if ck.is_dir() else ()
-    key = (stats, only)  # the files themselves: a folder of hard links to them (`pinned`) is not hashed again
-    if key not in _intact: _intact[key] = _problem(ck, only)
-    return _intact[key]
-
-# %% ../nbs/09a_checkpoints.ipynb #d1b63077
-def _problem(ck:Path, only:tuple|None=None) -> str|None:
     if not (ck / 'manifest.json').exists():  # written before checksums
         missing = [f for f in CHECKPOINT_FILES if not (ck / f).exists() and (only is None or f in only)]
         return f"{missing[0]} is missing" if missing else None
@@ -134,6 +127,11 @@ def find_checkpoint(path:str|Path) -> Path:
         raise FileNotFoundError(f"no checkpoint in {str(p)!r}: the run stopped before its first checkpoint, so there is nothing to resume. "
                                 f"Start it again in the same folder with its settings: tba train {p / 'config.json'} (what it logged is kept in {p}/stopped-*)")
     raise FileNotFoundError(f"no checkpoint in {str(p)!r}: give a run directory or one of its checkpoints/step_* folders")
+
+# %% ../nbs/09a_checkpoints.ipynb #f161c235
+def newest_checkpoint(out:str|Path) -> Path|None:
+    "The newest checkpoint folder of run folder `out` (not checked: `find_checkpoint` checks), or None"
+    return max(Path(out, 'checkpoints').glob('step_*'), default=None)
 
 # %% ../nbs/09a_checkpoints.ipynb #9e7ca62a
 def saved_config(folder:Path, shown:Path|None=None) -> dict:

@@ -49,8 +49,9 @@ def _train_config(args, overrides) -> tuple:
 def _with_overrides(base:dict, overrides:list) -> Config:
     "The saved config of a run with command-line overrides applied"
     extra = Config.load(None, overrides).to_dict() if overrides else {}
-    given = {o.lstrip('-').partition('=')[0].replace('-', '_') for o in overrides}
-    return Config.from_dict(base | {k: v for k, v in extra.items() if k in given})
+    return Config.from_dict(base | {k: v for k, v in extra.items() if k in _fields_given(overrides)})
+
+def _fields_given(overrides:list) -> set: return {o.lstrip('-').partition('=')[0].replace('-', '_') for o in overrides}  # '--key=value' -> key
 
 # %% ../nbs/11_cli.ipynb #a6bbbd6a
 def main(argv:list|None=None) -> int:
@@ -94,7 +95,7 @@ def evaluate_target(target:str, limit:int|None=None,
     "Held-out metrics (greedy, and sampled with `eval_samples`) of a config's model, or of a run directory's / checkpoint's policy"
     from tba_kit.checkpoints import pinned, saved_config
     from tba_kit.runtime import check_writable
-    if bad := sorted({o.lstrip('-').partition('=')[0].replace('-', '_') for o in overrides} - set(EVAL_FIELDS)):
+    if bad := sorted(_fields_given(overrides) - set(EVAL_FIELDS)):
         raise ValueError(f"config field {bad[0]!r} means nothing to an evaluation: tba eval takes overrides of {', '.join(EVAL_FIELDS)}")
     if out:  # refused before the evaluation runs
         if Path(out).exists(): raise FileExistsError(f"--out {out} already exists: name a new file (nothing is overwritten)")
@@ -102,7 +103,7 @@ def evaluate_target(target:str, limit:int|None=None,
     p = Path(target)
     if p.is_dir():
         if untrained: raise ValueError(f"--untrained scores a run's config.json ({p / 'config.json'}); {target} is a folder, whose newest checkpoint is scored without it")
-        with pinned(p, ('policy.safetensors', 'config.json')) as (ck, folder):  # what an evaluation reads (a copy, where links fail, holds no more)  # a live run may prune it meanwhile
+        with pinned(p, ('policy.safetensors', 'config.json')) as (ck, folder):  # what an evaluation reads, kept while a live run may prune it
             saved = saved_config(folder, ck)
             cfg = _with_overrides(saved, list(overrides))
             if cfg.model != saved['model']: raise ValueError(f"config field 'model': {ck} holds weights of {saved['model']!r}; evaluate another model from a config")

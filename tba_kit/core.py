@@ -8,6 +8,7 @@ Docs: https://tba-kit.github.io/tba_kit/core.html.md"""
 from __future__ import annotations
 import difflib, functools, importlib, inspect, os, sys, time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import torch
@@ -15,7 +16,7 @@ from torch import Tensor, nn
 
 # %% auto #0
 __all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'model_device', 'completion_logprobs',
-           'cache_kw', 'shared_prompt_logprobs', 'sequence_logprob_sums', 'Registry', 'stderr_line']
+           'cache_kw', 'shared_prompt_logprobs', 'sequence_logprob_sums', 'Registry', 'stderr_line', 'proc_state']
 
 # %% ../nbs/00_core.ipynb #2cf5e21a
 def _as_ids(x, name:str) -> Tensor:
@@ -304,3 +305,9 @@ def stderr_line(line:str):
     "Print `line` to standard error; lost quietly when stderr is gone (a closed terminal or pipe), and so are later ones"
     try: print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError): sys.stderr = open(os.devnull, 'w')
+
+# %% ../nbs/00_core.ipynb #7ff1cdfb
+def proc_state(pid:int) -> str|None:
+    "Process `pid`'s state letter from Linux's /proc (R, S, T, Z, ...); None where it has no entry (gone, or no /proc)"
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+    except (OSError, IndexError): return None

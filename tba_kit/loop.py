@@ -14,7 +14,7 @@ import torch
 from fastcore.basics import patch
 
 from .buffer import ReplayBuffer
-from .checkpoints import RunLock, find_checkpoint, load_checkpoint, resume_config, save_checkpoint, set_aside
+from .checkpoints import RunLock, find_checkpoint, load_checkpoint, newest_checkpoint, resume_config, save_checkpoint, set_aside
 from .build import WeightSync, kl_schedule, make_objective, make_policy, make_sampler, make_searcher, make_searchers
 from .config import Config, _default, given
 from .core import collate
@@ -96,7 +96,7 @@ class Run:
         self.pool = SearchPool(cfg, self.placement, self.buffer, self.stream, self.guard, self.log,
                                lambda i: make_searcher(cfg, self.task, self.model, self.tok, i))  # the searchers and what they share with the trainer
         self.weights, self.diversity_task, self.bar = None, None, None  # the WeightSync, once searchers exist; a measurement in a thread; the display
-        self.stop_requested = self.interrupted = self.failed = False
+        self.stop_requested = self.interrupted = self.failed = self.diverged = False
         self.last_acc = None
         self.tuning = TrainerFirst()  # the interpreter's settings while the run trains
         self.summary = RunSummary(str(self.out), 0, 0.)
@@ -282,6 +282,18 @@ def _set_rng(s:tuple):
     torch.set_rng_state(s[0]); np.random.set_state(s[1]); random.setstate(s[2])
     if s[3] is not None: torch.cuda.set_rng_state_all(s[3])
 
+@patch
+def round_state(self:Run) -> tuple:
+    "What a sync round moves before it trains: the prompt cursor, the searchers' seeds, the RNG states, the buffer's sync marks"
+    return self.stream.state_dict(), [s.state_dict() for s in self.searchers], _rng_states(), self.buffer.sync_state()
+
+@patch
+def rewind(self:Run, state:tuple):
+    "Take a round back to `round_state`'s `state`"
+    stream, searchers, rng, marks = state
+    self.stream.load_state_dict(stream); _set_rng(rng); self.buffer.load_sync_state(marks)
+    for s, st in zip(self.searchers, searchers): s.load_state_dict(st)
+
 # %% ../nbs/10_loop.ipynb #2c003a1a
 @patch
 async def train_sync(self:Run):
@@ -289,7 +301,7 @@ async def train_sync(self:Run):
     cfg = self.cfg
     while not self.done():
         t, pub = time.perf_counter(), 0.
-        start = self.stream.state_dict(), [s.state_dict() for s in self.searchers], _rng_states(), self.buffer.sync_state()  # what this round moves
+        start = self.round_state()
         try:
             if self.trainer.step_count % cfg.sync_every == 0:  # sync_every > 1: generation lags the trainer by 0 .. sync_every - 1 versions
                 pub = await self.publish()
@@ -298,9 +310,7 @@ async def train_sync(self:Run):
             shards = [prompts[i::len(self.searchers)] for i in range(len(self.searchers))]
             got = await asyncio.gather(*(self.searched(s, sh) for s, sh in zip(self.searchers, shards) if sh))
         except asyncio.CancelledError:  # interrupted before it trained: the checkpoint stands before this round, so a resume searches it again alike
-            self.stream.load_state_dict(start[0]); _set_rng(start[2]); self.buffer.load_sync_state(start[3])
-            for s, state in zip(self.searchers, start[1]): s.load_state_dict(state)
-            raise
+            self.rewind(start); raise
         trajs, gen_s = [x for g in got for x in g], time.perf_counter() - t
         self.buffer.add(trajs)
         groups = {}
@@ -334,6 +344,7 @@ def checkpoint(self:Run) -> Path:
 def save_on_exit(self:Run):
     "A checkpoint of the last finished step when the run ends early, so that `--resume` continues it (never masks the error)"
     what = 'interrupted' if self.interrupted else 'stopped by an error'
+    if self.diverged: return  # no checkpoint of these weights: its error names the last one
     if getattr(self.trainer, 'broken', None): return  # a rank fault: the ranks' state went with them; its error names the last checkpoint
     try: p = self.checkpoint()
     except Exception as e: say(f"{what} at step {self.trainer.step_count}; writing its checkpoint failed too ({type(e).__name__}: {e})"); return
@@ -346,8 +357,8 @@ def divergence_advice(self:Run) -> str:
     "The settings that likely made a run diverge (lr, and those changed from their defaults), and where it can continue from"
     cfg = self.cfg
     likely = [f"lr {cfg.lr:g}"] + [f"{n} {getattr(cfg, n)}" for n in ('weight_decay', 'log_z_lr', 'gamma', 'max_grad_norm') if getattr(cfg, n) != _default(n)]
-    last = sorted((self.out / 'checkpoints').glob('step_*'))
-    then = (f"its last checkpoint, {last[-1]}, is kept: continue from it with a safer value, e.g. tba train --resume {self.out} --lr={cfg.lr / 10:g}"
+    last = newest_checkpoint(self.out)
+    then = (f"its last checkpoint, {last}, is kept: continue from it with a safer value, e.g. tba train --resume {self.out} --lr={cfg.lr / 10:g}"
             if last else f"no checkpoint was written before it (checkpoint_every: {cfg.checkpoint_every}): start again with a safer value")
     return f"the likely cause is among {', '.join(likely)} (lr, and the settings changed from their defaults). These weights are not checkpointed; {then}"
 
@@ -363,7 +374,7 @@ async def __call__(self:Run, resume:str|Path|None=None) -> RunSummary:
 async def _locked(self:Run, resume) -> RunSummary:
     cfg = self.cfg
     if resume is None and ((self.out / 'metrics.jsonl').exists() or (self.out / 'checkpoints').exists()):
-        if list((self.out / 'checkpoints').glob('step_*')):
+        if newest_checkpoint(self.out):
             raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
                                   "or choose another out_dir (--out_dir=...); nothing was overwritten")
         say(f"{self.out} holds a run that stopped before its first checkpoint: its files were moved to {set_aside(self.out)}; starting afresh")
@@ -413,15 +424,15 @@ async def _train(self:Run, resume) -> RunSummary:
             if d := self.measure_diversity(start=False): self.record(d)
     except BaseException as e:  # Ctrl-C, SIGTERM, a cancelled cell, a dead worker, a reward error, a timeout: keep the work
         self.interrupted = isinstance(e, (asyncio.CancelledError, KeyboardInterrupt))
-        self.failed = True
-        if isinstance(e, Diverged): self.failed = 'diverged'; raise Diverged(f"{e}: {self.divergence_advice()}") from None  # no checkpoint of these weights
+        self.failed, self.diverged = True, isinstance(e, Diverged)
+        if self.diverged: raise Diverged(f"{e}: {self.divergence_advice()}") from None
         raise
     finally:
         self.status.done()
         if self.bar is not None: self.bar.close()
         await asyncio.gather(*(s.aclose() for s in self.searchers), return_exceptions=True)
         self.weights.close()
-        if self.failed is True: self.save_on_exit()
+        if self.failed: self.save_on_exit()
     try: self.summary.eval_after = await self.eval_held_out(sampled=True)
     except BaseException as e:  # interrupted in the last evaluation: the steps since the last checkpoint are kept all the same
         self.interrupted, self.failed = isinstance(e, (asyncio.CancelledError, KeyboardInterrupt)), True

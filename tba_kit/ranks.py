@@ -8,7 +8,6 @@ Docs: https://tba-kit.github.io/tba_kit/ranks.html.md"""
 from __future__ import annotations
 import atexit, copy, os, pickle, signal, socket, subprocess, sys, threading, time
 from datetime import timedelta
-from pathlib import Path
 
 import torch
 from fastcore.basics import patch
@@ -16,7 +15,9 @@ import torch.distributed as dist
 from torch import nn
 
 from .build import make_policy
+from .checkpoints import newest_checkpoint
 from .config import Config
+from .core import proc_state
 from .sharding import ReplicatedTrainer, ShardedTrainer, full_state_dict, load_full_state_dict
 from .trainer import StepRefused
 
@@ -37,12 +38,14 @@ def rank_device(device:str, rank:int) -> str:
     return f"cuda:{(int(device.split(':')[1]) if ':' in device else 0) + rank}"
 
 # %% ../nbs/09f_ranks.ipynb #r60
+def _run_prefix() -> str: return f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"  # a torchrun restart starts afresh in the same store
+
 def join_ranks(rank:int, world:int, host:str, port:int, device:str, timeout:float, serve:bool, procs:list=()) -> dist.Store:
     "Join the trainer's process group through the store at `host:port` (`serve`: this process serves it); its collectives fail after `timeout` s. Returns the commands' store"
     backend = 'nccl' if device.startswith('cuda') else 'gloo'
     if backend == 'nccl': torch.cuda.set_device(device)
     store = dist.TCPStore(host, port, world, is_master=serve, timeout=timedelta(seconds=timeout), wait_for_workers=False)
-    run = f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"  # a torchrun restart starts afresh in the same store
+    run = _run_prefix()
     if rank: store.set(f'{run}joined/{rank}', b'1')
     else: wait_joined(store, run, procs, timeout)
     dist.init_process_group(backend, store=dist.PrefixStore(run + 'group', store), rank=rank, world_size=world, timeout=timedelta(seconds=timeout))
@@ -53,8 +56,7 @@ BEAT, STALL = 2., 30.  # seconds between a follower's heartbeats; seconds withou
 
 def _beats(host:str, port:int) -> dist.Store:
     "A store client of this thread's own for the heartbeats (a client is not shared between threads)"
-    run = f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
-    return dist.PrefixStore(run + 'beat', dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=30), wait_for_workers=False))
+    return dist.PrefixStore(_run_prefix() + 'beat', dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=30), wait_for_workers=False))
 
 def heartbeat(rank:int, host:str, port:int) -> threading.Thread:
     "A follower's heartbeat: its counter in the store goes up every BEAT seconds while the process runs (ends with rank 0's store)"
@@ -160,8 +162,7 @@ def watch(self:RankGroup, host:str, port:int, world:int):
 
 def _proc_state(pid:int) -> str|None:
     "A local process's state in words (stopped, sleeping, ...), from /proc"
-    try: code = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
-    except (OSError, IndexError): return None
+    code = proc_state(pid)
     return {'T': 'stopped (SIGSTOP?)', 't': 'stopped by a debugger', 'D': 'in uninterruptible I/O', 'R': 'running', 'S': 'sleeping', 'Z': 'a zombie'}.get(code, code)
 
 # %% ../nbs/09f_ranks.ipynb #r80
@@ -210,9 +211,8 @@ def _all(self:RankGroup, op:str, *args, followers:tuple|None=None):
 @patch
 def resume_advice(self:RankGroup) -> str:
     "What to run after a rank fault: the ranks' optimizer state since the last checkpoint is gone with them, so never promise one that is not there"
-    last = sorted(Path(self.out_dir, 'checkpoints').glob('step_*'))
-    if last: return f"Continue from its last checkpoint ({last[-1].name}) with `tba train --resume {self.out_dir}` (with any trainer_procs)"
-    return f"No checkpoint was written before the fault, so nothing can be resumed: start the run again (checkpoint_every keeps steps with ranks)"
+    if last := newest_checkpoint(self.out_dir): return f"Continue from its last checkpoint ({last.name}) with `tba train --resume {self.out_dir}` (with any trainer_procs)"
+    return "No checkpoint was written before the fault, so nothing can be resumed: start the run again (checkpoint_every keeps steps with ranks)"
 
 # %% ../nbs/09f_ranks.ipynb #r22
 @patch

@@ -118,7 +118,6 @@ def check_model_path(model:str):
         raise ValueError(f"config field 'model': the folder {model!r} holds no config.json, so it is not a saved model "
                          f"(it has {sorted(f.name for f in p.iterdir())[:8] or 'nothing'}); give the folder save_pretrained wrote, a hub name, or 'tiny'")
 
-
 # %% ../nbs/09c_runtime.ipynb #115cbe72
 def check_device(device:str):
     "Refuse a trainer device this machine does not have, before any model loads"

@@ -13,7 +13,7 @@ import multiprocessing as mp
 from fastcore.basics import patch
 import torch
 
-from .core import Registry
+from .core import Registry, proc_state
 from .models import load_model
 from .searchers import (Anneal, Generator, PendingWeights, Placement, SearcherBase, SearcherError, SearcherLost, config_error, engine_of,
     logprob_temperature_of, pack_group, unpack_group)
@@ -52,8 +52,8 @@ def run_packed(self:Generator, prompts, k, loads, seed:int|None=None):
 # %% ../nbs/07a_workers.ipynb #f9fa3a42
 def _ended(pid:int) -> bool:
     "Whether process `pid` has ended, a zombie not yet reaped included (Linux's /proc; elsewhere: not known, so False)"
-    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] in ('Z', 'X')
-    except OSError: return Path('/proc/self').exists()  # no entry: gone
+    state = proc_state(pid)
+    return state in ('Z', 'X') if state else Path('/proc/self').exists()  # no entry: gone
 
 # %% ../nbs/07a_workers.ipynb #08010f5a
 def _worker_main(conn, spec:dict):
