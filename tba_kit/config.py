@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from fastcore.basics import patch
+if typing.TYPE_CHECKING: from tba_kit.searchers import Anneal  # for the annotation only: searchers import torch
 
 # %% auto #0
 __all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given', 'build_component']

@@ -3,9 +3,33 @@ import os
 from pathlib import Path
 
 
+# the slow tier: what trains a real model, spawns processes, starts Ray, opens a browser or needs vLLM (markers that
+# pyproject.toml registers). `python -m pytest` runs the rest, the fast tier; `--tier=slow` the slow tier alone;
+# `--tier=all` both. With `-m EXPR`, EXPR alone chooses.
+TIERS = ('slow', 'process', 'cluster', 'browser', 'vllm')
+
+
 def pytest_addoption(parser):
     parser.addoption("--flags", default="", help="space-separated nbdev test flags to run (e.g. 'slow'); cells flagged "
                                                  "with the others in tst_flags are skipped")
+    parser.addoption("--tier", default="fast", choices=("fast", "slow", "all"),
+                     help="fast (the default): leave out tests marked " + ", ".join(TIERS) + "; slow: only those; all: both")
+
+
+def tier(config) -> str: return 'all' if config.getoption('markexpr') else config.getoption('--tier')
+
+
+def pytest_collection_modifyitems(config, items):
+    "Keep the tier asked for; the others are reported as deselected"
+    if (t := tier(config)) == 'all': return
+    out = [i for i in items if any(i.get_closest_marker(m) for m in TIERS) != (t == 'slow')]
+    if out: config.hook.pytest_deselected(items=out)
+    items[:] = [i for i in items if i not in out]
+
+
+def pytest_report_header(config):
+    t = tier(config)
+    return None if t == 'all' else f"{t} tier: tests {'not ' if t == 'fast' else ''}marked {' / '.join(TIERS)} (--tier=all runs every test)"
 
 
 def live_children(keep=lambda cmd: True) -> set:

@@ -10,6 +10,7 @@ from tba_kit.generation import generate_completions
 from tba_kit.tasks import Prompt, encode_prompts
 
 
+@pytest.mark.slow
 def test_sampled_answers_follow_the_exact_distribution():
     torch.manual_seed(0)
     model, tok = load_model(dtype='float32')
@@ -34,6 +35,7 @@ def test_sampled_answers_follow_the_exact_distribution():
     assert chi2 < dof + 4 * math.sqrt(2 * dof) + 10, (chi2, dof, counts.tolist(), expected.tolist())
 
 
+@pytest.mark.slow
 def test_diversity_smoke(tmp_path):
     "benchmarks/diversity.py: two objectives train on the tiny model; each answers.json holds exact distributions whose target is the reference's"
     import importlib.util, json

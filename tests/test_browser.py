@@ -10,6 +10,8 @@ import pytest
 from nbconvert import HTMLExporter
 from nbconvert.preprocessors import ExecutePreprocessor
 
+pytestmark = [pytest.mark.browser]
+
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = ROOT / 'nbs' / 'tutorials' / 'objectives_compared.ipynb'
 CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',

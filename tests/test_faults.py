@@ -17,6 +17,7 @@ def train(*args, timeout=300) -> subprocess.CompletedProcess:
 def steps_of(out:Path) -> list: return [r['train/step'] for r in map(json.loads, open(out / 'metrics.jsonl')) if 'train/step' in r]
 
 
+@pytest.mark.process
 def test_resume_continues_the_copy_it_is_given_and_applies_a_new_lr(tmp_path):
     "Before: `--resume COPY` wrote into the original's out_dir (from config.json), and `--lr` on resume never reached the optimizer"
     a, b = tmp_path / 'a', tmp_path / 'b'
@@ -33,6 +34,7 @@ def test_resume_continues_the_copy_it_is_given_and_applies_a_new_lr(tmp_path):
     assert json.loads((b / 'config.json').read_text())['lr'] == 3e-4  # ... and recorded
 
 
+@pytest.mark.process
 def test_an_override_the_checkpoint_fixes_is_refused_and_nothing_changes(tmp_path):
     "Before: `--resume DIR --objective=tb` overwrote DIR's config.json, then failed loading the checkpoint"
     out = tmp_path / 'run'
@@ -45,6 +47,7 @@ def test_an_override_the_checkpoint_fixes_is_refused_and_nothing_changes(tmp_pat
     assert not (tmp_path / 'x').exists()
 
 
+@pytest.mark.process
 def test_a_live_run_folder_is_locked(tmp_path):
     "Before: a second run, or a resume, into the folder of a live run went ahead and interleaved its steps with the first"
     out = tmp_path / 'run'
@@ -64,6 +67,7 @@ def test_a_live_run_folder_is_locked(tmp_path):
     assert steps_of(out) == list(range(1, n[-1] + 2))
 
 
+@pytest.mark.slow
 def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, capsys):
     "Before: these ran silently (gradient ascent, 0 steps, ignored LoRA, all defaults, the last of two keys), misled, or failed late"
     import asyncio
@@ -179,6 +183,7 @@ def _probe(tmp_path, *args, how='ok', timeout=180) -> subprocess.CompletedProces
 def _shm_left(pid:int) -> list: return list(Path('/dev/shm').glob(f'tba_kit-weights-{pid}-*'))
 
 
+@pytest.mark.process
 @pytest.mark.parametrize('how', ['coop', 'block', 'swallow', 'exit', 'kbd', 'dict'])
 def test_an_async_reward_that_hangs_or_escapes_stops_the_run_cleanly(tmp_path, how):
     """Before: an async reward that blocked its event loop or ignored cancellation hung the run for good (SIGTERM included), and one raising
@@ -191,6 +196,7 @@ def test_an_async_reward_that_hangs_or_escapes_stops_the_run_cleanly(tmp_path, h
     assert not _shm_left(r.pid)  # its weight snapshots went with it
 
 
+@pytest.mark.process
 def test_log_rewards_beyond_float32_resolution_are_refused(tmp_path):
     "Before: a reward of 1e30 for every completion trained with loss exactly 0 and no warning"
     out = tmp_path / 'run'
@@ -199,6 +205,7 @@ def test_log_rewards_beyond_float32_resolution_are_refused(tmp_path):
     assert not (out / 'metrics.jsonl').exists() and find_checkpoint(out).name == 'step_000000'  # refused before any update
 
 
+@pytest.mark.process
 def test_a_run_killed_before_its_first_checkpoint_says_how_to_start_again(tmp_path):
     "Before: `--resume` answered only 'no checkpoint', and with an evaluation logged the same command was refused as 'already holds a run'"
     out = tmp_path / 'run'
@@ -215,6 +222,7 @@ def test_a_run_killed_before_its_first_checkpoint_says_how_to_start_again(tmp_pa
     assert len(old) == 1 and 'eval/accuracy' in old[0].read_text()  # what the first attempt logged is kept
 
 
+@pytest.mark.process
 def test_sigterm_during_an_evaluation_loses_no_row(tmp_path):
     "Before: SIGTERM while the run evaluated after step N checkpointed step N but never logged its row; the resume started at N + 1"
     out, mark = tmp_path / 'run', tmp_path / 'evals'
@@ -291,6 +299,7 @@ def _finish(out, tmp_path, log) -> int:
     return int(re.search(r'resumed from \S+ at step (\d+)', err).group(1))
 
 
+@pytest.mark.process
 def test_fault_injection_suite(tmp_path, capsys):
     "Signals to the trainer and its searcher at random moments, corrupt checkpoints, a concurrent run, rewards that hang, fail or say None"
     seed = int(os.environ.get('TBA_FAULT_SEED', time.time_ns() % 10_000)); rng = random.Random(seed)
@@ -383,6 +392,7 @@ def _copy_checkpoint(run:Path, to:Path, change) -> Path:
     return ck
 
 
+@pytest.mark.slow
 def test_tba_eval_refuses_what_it_cannot_score(tmp_path):
     """Before: non-finite weights scored 100%, a run's config.json scored the untrained model, a changed byte in the manifest
     or a corrupt config.json gave tracebacks naming no file, --out under a file and meaningless overrides were found late or never"""
@@ -411,6 +421,7 @@ def test_tba_eval_refuses_what_it_cannot_score(tmp_path):
     assert evaluate_target(str(tmp_path / 'run'))['checkpoint'].endswith('step_000001')  # the run itself is fine
 
 
+@pytest.mark.slow
 def test_tba_eval_of_a_live_run_pins_its_checkpoint(tmp_path):
     "Before: 10 of 10 evaluations of a run that checkpoints every step, keeping 1, failed (the checkpoint was pruned before it was read)"
     from tba_kit.cli import evaluate_target
@@ -430,6 +441,7 @@ def test_tba_eval_of_a_live_run_pins_its_checkpoint(tmp_path):
 @pytest.mark.parametrize('setting, said', [(dict(lr=10.), "one update took the weights' norm from"), (dict(weight_decay=1e6), "weight_decay 1000000.0"),
                                            (dict(lr=1e3, max_grad_norm=None), "max_grad_norm None"), (dict(objective='tb', gamma=1e-9), "gamma 1e-09"),
                                            (dict(objective='tb', log_z_lr=1e6), "log_z_lr 1000000.0")])
+@pytest.mark.slow
 def test_a_diverging_run_stops_naming_the_setting_and_keeps_its_last_checkpoint(tmp_path, setting, said):
     "Before: lr 10, gamma 1e-9, log_z_lr 1e6 trained on (exit 0); lr 1e3 without clipping and weight_decay 1e6 were refused a step later, blaming the rewards"
     import asyncio
@@ -445,12 +457,14 @@ def test_a_diverging_run_stops_naming_the_setting_and_keeps_its_last_checkpoint(
     assert [k.name for k in kept][-1:] == ([f'step_{done:06d}'] if done else []) and (not kept or str(kept[-1]) in str(e.value))  # the last good step's, named
 
 
+@pytest.mark.process
 def test_a_diverging_run_exits_1_with_one_line(tmp_path):
     r = train(*TINY_CLI, '--mode=sync', '--lr=10', '--steps=30', f'--out_dir={tmp_path / "run"}')
     lines = [l for l in r.stderr.splitlines() if l.startswith('tba:')]
     assert r.returncode == 1 and len(lines) == 1 and 'so training diverged' in lines[0] and 'Traceback' not in r.stderr, r.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_vanishing_bf16_updates_are_named(tmp_path, caplog):
     "Before: precision bf16 with lr 1e-5 left 5 of 20 weight tensors unchanged, silently"
     import asyncio
@@ -462,6 +476,7 @@ def test_vanishing_bf16_updates_are_named(tmp_path, caplog):
     assert len(said) == 1 and 'did not change in the first update' in said[0], said
 
 
+@pytest.mark.process
 def test_a_searcher_killed_again_while_it_restarts_is_restarted_again(tmp_path):
     "Before: the restart's own start ran outside the retry loop, so a second death stopped the run with restarts unused"
     p = _cli(tmp_path / 'run', tmp_path=tmp_path)
@@ -477,6 +492,7 @@ def test_a_searcher_killed_again_while_it_restarts_is_restarted_again(tmp_path):
     assert steps_of(tmp_path / 'run') == list(range(1, TARGET + 1))
 
 
+@pytest.mark.process
 def test_searches_that_only_repeat_are_named_within_seconds(tmp_path):
     "Before: near-greedy sampling with dedup on made every search a duplicate, and pre-filling waited wait_timeout (600 s) before asking 'are the searchers alive?'"
     t = time.monotonic()
@@ -485,6 +501,7 @@ def test_searches_that_only_repeat_are_named_within_seconds(tmp_path):
     assert time.monotonic() - t < 150  # model loads and searches included; the stall itself is named after 5 searches
 
 
+@pytest.mark.process
 def test_a_stopped_searcher_in_sync_mode_is_restarted(tmp_path):
     "Before: in sync mode the round's own timeout fired first and the run ended with 'tba: error: TimeoutError: ' (no message)"
     p = _cli(tmp_path / 'run', '--mode=sync', '--search_timeout=5', tmp_path=tmp_path)
@@ -494,6 +511,7 @@ def test_a_stopped_searcher_in_sync_mode_is_restarted(tmp_path):
     assert p.returncode == 0 and 'did not answer search within 5 s' in err and 'restarting it (1 of 3)' in err, err[-3000:]
 
 
+@pytest.mark.process
 def test_prompts_longer_than_the_model_context_are_refused(tmp_path, monkeypatch):
     "Before: a training or held-out prompt longer than the model's context was accepted, with only a transformers warning"
     import asyncio
@@ -510,6 +528,7 @@ def test_prompts_longer_than_the_model_context_are_refused(tmp_path, monkeypatch
             asyncio.run(run(task=f'long_task:{split}', steps=1, mode='sync', placement='inline', out_dir=str(tmp_path / split), **TINY))
 
 
+@pytest.mark.slow
 def test_a_sync_run_interrupted_during_a_search_resumes_exactly(tmp_path, monkeypatch):
     """Before: SIGINT in sync mode checkpointed after the next step's prompts were drawn (and its sampling begun), so the resumed
     run differed from the straight one from that step on (max difference 3e-3)"""
@@ -558,6 +577,7 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_keeps_the_checkpoints_b
     assert find_checkpoint(tmp_path / 'run').name == 'step_000002'
 
 
+@pytest.mark.process
 def test_a_sigkilled_run_leaves_no_weights_on_the_ram_disk(tmp_path):
     "Before: after SIGKILL the run's /dev/shm weights folder (gigabytes with a real model) stayed until the next tba run"
     p = _cli(tmp_path / 'run', '--steps=100000', tmp_path=tmp_path)
@@ -570,6 +590,8 @@ def test_a_sigkilled_run_leaves_no_weights_on_the_ram_disk(tmp_path):
     assert not _shm_left(p.pid)  # removed by its searcher process, which ends with it
 
 
+@pytest.mark.cluster
+@pytest.mark.process
 def test_a_sigkilled_ray_driver_leaves_no_ray_process(tmp_path):
     "Before: after SIGKILL of a driver that had started a local cluster, ray::DashboardAgent and ray::RuntimeEnvAgent were alive 30 s later"
     pytest.importorskip('ray')

@@ -66,6 +66,7 @@ def test_resume_continues_exactly(tmp_path, placement):
     assert starts == sorted(starts)
 
 
+@pytest.mark.process
 def test_async_resume_and_process_searchers(tmp_path):
     """Async run with two searcher processes, checkpoint, resume; no process is left behind. The searchers anneal their
     temperature by the version of their weights: 1.5 at version 0, 1.0 from version 2, also after the resume"""
@@ -84,6 +85,7 @@ def test_async_resume_and_process_searchers(tmp_path):
     assert children() <= before
 
 
+@pytest.mark.slow
 def test_lr_schedule_follows_the_clock_of_a_time_limited_run(tmp_path):
     """lr_schedule_by: time runs a 1000-step cosine over the 6 s of time_limit: the run stops after far fewer steps with
     the rate near 0, and each step's rate is the cosine at the share of the minutes spent when it started"""
@@ -109,6 +111,7 @@ def test_run_stops_when_most_rewards_fail(tmp_path):
         asyncio.run(run(task='t_broken', steps=3, placement='inline', eval=False, out_dir=str(tmp_path), **TINY))
 
 
+@pytest.mark.process
 def test_cancellation_stops_searcher_processes(tmp_path):
     "Cancelling the run (what Ctrl-C does) stops the worker processes before the task finishes"
     before = children()
@@ -128,6 +131,7 @@ def test_cancellation_stops_searcher_processes(tmp_path):
     assert int(ck.name.split('_')[1]) == rows[-1]['train/step'] and (ck / 'buffer.pt').exists()
 
 
+@pytest.mark.process
 def test_searcher_timeout_and_dead_worker_fail_loudly():
     "A worker that cannot start fails at once; one that dies with no restarts left fails the search"
     async def main():
@@ -174,6 +178,7 @@ def test_weight_file_being_installed_is_not_deleted(tmp_path):
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_tba_eval_reads_a_run_checkpoint(tmp_path):
     from tba_kit.cli import evaluate_target
     asyncio.run(run(task='t_vowels', steps=1, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **TINY))
@@ -205,6 +210,8 @@ def test_lora_policy_is_published_merged_under_base_names():
     assert not torch.allclose(searcher_model(x).logits, base(x).logits, atol=1e-3)  # the adapters changed something
 
 
+@pytest.mark.slow
+@pytest.mark.process
 def test_lora_and_trainer_side_reference_in_full_runs(tmp_path):
     "A LoRA policy trains through the whole loop (process searcher gets merged weights); the trainer can compute the reference"
     pytest.importorskip('peft')
@@ -224,6 +231,7 @@ def test_lora_and_trainer_side_reference_in_full_runs(tmp_path):
     assert len(rows) == 2 and all(abs(r['ref/log_ratio']) < 50 for r in rows)  # reference log-probs were filled in (no NaN)
 
 
+@pytest.mark.slow
 def test_diversity_metrics_are_logged_without_stalling(tmp_path):
     "diversity_every: measurements of the latest search run in a worker thread and land in later rows of metrics.jsonl"
     asyncio.run(run(task='t_vowels', steps=5, placement='inline', eval=False, diversity_every=1, diversity_embedding=False,
@@ -309,6 +317,7 @@ def wait_for_steps(out:Path, n:int, proc, timeout:float=300.) -> list:
     raise AssertionError(f"no {n} steps within {timeout} s")
 
 
+@pytest.mark.process
 def test_ctrl_c_writes_a_checkpoint_of_the_last_step_and_resume_continues(tmp_path):
     out = tmp_path / 'run'
     p = tba_train(*TINY_CLI, '--steps=100000', f'--out_dir={out}')
@@ -328,6 +337,7 @@ def test_ctrl_c_writes_a_checkpoint_of_the_last_step_and_resume_continues(tmp_pa
     assert [r['train/step'] for r in map(json.loads, open(out / 'metrics.jsonl'))] == list(range(1, n + 3))
 
 
+@pytest.mark.process
 def test_a_second_ctrl_c_exits_at_once():
     "The first SIGINT cancels the run, which takes its time to finish the step and checkpoint; a second one exits at once"
     code = """
@@ -352,6 +362,7 @@ run_interruptible(long_run())
     assert time.monotonic() - t < 5
 
 
+@pytest.mark.process
 def test_signals_act_when_stderr_is_gone(tmp_path):
     "A run whose stderr reader died (a benchmark driver killed, a closed pipe) still checkpoints on SIGTERM and exits"
     out = tmp_path / 'run'
@@ -364,6 +375,7 @@ def test_signals_act_when_stderr_is_gone(tmp_path):
     assert int(find_checkpoint(out).name.split('_')[1]) == rows[-1]['train/step'] >= 2
 
 
+@pytest.mark.process
 def test_searcher_process_runs_at_the_niceness_asked():
     async def main():
         s = await ProcessSearcher('tiny', reward=vowels, tiny=dict(seed=0), nice=7).start()

@@ -7,6 +7,7 @@ import torch
 from tba_kit import models
 
 
+@pytest.mark.slow
 def test_smollm2_converts_once_then_reuses(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv('TBA_KIT_CACHE', str(tmp_path))
     path = models.smollm2_path()
@@ -37,6 +38,7 @@ def test_missing_package_says_what_to_install(tmp_path, monkeypatch):
         models.load_model(models.DEFAULT_MODEL)
 
 
+@pytest.mark.process
 def test_cache_dir_follows_environment(monkeypatch, tmp_path):
     monkeypatch.delenv('TBA_KIT_CACHE', raising=False)
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
@@ -55,12 +57,14 @@ def chosen_dtype(env:dict) -> tuple:
     return tuple(json.loads(out.stdout))
 
 
+@pytest.mark.process
 @pytest.mark.skipif(torch.backends.cpu.get_cpu_capability() not in ('AVX2', 'AVX512'), reason='an x86 CPU is needed for the emulation')
 def test_precision_auto_chooses_fp32_where_bf16_is_emulated():
     dtype, why = chosen_dtype(AVX2)
     assert dtype == 'float32' and 'emulates bf16' in why, why
 
 
+@pytest.mark.process
 def test_precision_auto_chooses_the_dtype_it_measured_faster():
     """Without the emulation the choice is the faster dtype of the measured matmul: never bf16 on a CPU without native bf16
     instructions (read from /proc/cpuinfo), always with AMX; with AVX512-BF16 alone either may win (one such CPU ran a

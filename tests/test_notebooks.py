@@ -11,6 +11,15 @@ ROOT = Path(__file__).resolve().parents[1]
 ELSEWHERE = {'tutorials/objectives_compared.ipynb'}
 ALL = sorted(p for p in (ROOT / 'nbs').rglob('*.ipynb') if '.ipynb_checkpoints' not in p.parts)
 NOTEBOOKS = [p for p in ALL if p.relative_to(ROOT / 'nbs').as_posix() not in ELSEWHERE]
+# notebooks in the slow tier (tests/conftest.py): their lessons train real models, spawn processes or start Ray; a lesson
+# builds on the cells before it, so the notebook is marked as a whole rather than split into a fast half and a slow half
+SLOW_TIER = {'04_enumerable.ipynb': 'slow', '07a_workers.ipynb': 'process', '07b_vllm.ipynb': 'vllm', '07d_ray.ipynb': 'cluster',
+             '09f_ranks.ipynb': 'process', '10_loop.ipynb': 'slow process', '11_cli.ipynb': 'slow', '13_dashboard.ipynb': 'slow',
+             'tutorials/bring_your_own_task.ipynb': 'slow process', 'tutorials/diversity.ipynb': 'slow'}
+
+
+def tiered(nb: Path):
+    return pytest.param(nb, marks=[getattr(pytest.mark, m) for m in SLOW_TIER.get(nb.relative_to(ROOT / 'nbs').as_posix(), '').split()])
 
 
 def test_every_modules_notebook_is_a_test():
@@ -20,7 +29,7 @@ def test_every_modules_notebook_is_a_test():
     assert sources <= {p.relative_to(ROOT / 'nbs').as_posix() for p in NOTEBOOKS}, sources
 
 
-@pytest.mark.parametrize('nb', NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / 'nbs').as_posix())
+@pytest.mark.parametrize('nb', [tiered(p) for p in NOTEBOOKS], ids=lambda p: p.relative_to(ROOT / 'nbs').as_posix())
 def test_notebook(nb, request):
     skip = get_config(ROOT).tst_flags.split()
     force = request.config.getoption('--flags').split()
@@ -29,7 +38,7 @@ def test_notebook(nb, request):
 
 
 def test_elsewhere_is_covered():
-    assert {(ROOT / 'nbs' / p).exists() for p in ELSEWHERE} == {True}
+    assert {(ROOT / 'nbs' / p).exists() for p in ELSEWHERE | SLOW_TIER.keys()} == {True}
     assert all(p.split('/')[-1] in (ROOT / 'tests' / 'test_browser.py').read_text() for p in ELSEWHERE)
 
 

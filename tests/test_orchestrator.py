@@ -53,6 +53,7 @@ def test_nothing_fresh_enough_means_waiting_for_data(tmp_path):
     assert [r['buffer/staleness_max'] for r in rows] == [0, 0, 0, 0]  # every step trained on its own version's data
 
 
+@pytest.mark.slow
 def test_resumed_reference_snapshot_is_not_overwritten_by_the_policy(tmp_path):
     "Bug: on resume with ref_reset_every and the reference on the searchers, the reference and policy snapshots shared a name"
     kw = dict(TINY, task='o_vowels', mode='sync', ref_reset_every=3, ref_on='searcher', out_dir=str(tmp_path))

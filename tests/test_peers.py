@@ -9,6 +9,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
+@pytest.mark.process
 def test_peer_trl_smoke(tmp_path):
     pytest.importorskip('trl')
     r = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'peer_trl.py'), '--smoke', '--out', str(tmp_path / 'trl')],
@@ -35,6 +37,7 @@ def _bench(name):
     return mod
 
 
+@pytest.mark.slow
 def test_trl_generates_from_tba_kits_prompt_ids_on_the_main_job(tmp_path):
     "For 64 main-job prompts, the ids TRL's trainer builds equal encode_prompts' (the searchers'); TRL given the chats, as before the fix, does not"
     pytest.importorskip('trl')
@@ -92,6 +95,7 @@ def test_harness_check_flags_reward_that_never_reaches_the_evaluation(tmp_path):
     assert _bench('main_job').summarise(tmp_path / 'broken')['harness']['failure']  # main_job.py reports it beside each run
 
 
+@pytest.mark.slow
 def test_peer_report_shows_a_harness_failure_instead_of_a_result(tmp_path, capsys):
     "analyse() keeps a failing system out of the table and the comparisons, and report() names it"
     peer = _bench('peer_trl')
@@ -111,6 +115,7 @@ def _off_policy():
     return mod
 
 
+@pytest.mark.slow
 def test_steps_to_interpolates_between_evaluations(tmp_path):
     "Steps to an accuracy: linear between the evaluations around the first crossing; None when never reached"
     rows = [{'step': s, 'time/seconds': s, 'eval/accuracy': a} for s, a in [(0, .1), (10, .3), (20, .5), (30, .45)]]
@@ -123,6 +128,7 @@ def test_steps_to_interpolates_between_evaluations(tmp_path):
     assert op.steps_to(rec, .6) is None
 
 
+@pytest.mark.slow
 def test_off_policy_smoke(tmp_path):
     "Both arms train on the tiny model; the stale arm's data lags 0, 1, 0, 1, ... versions (sync_every 2), the on-policy arm's 0"
     res = _off_policy().main(['--smoke', '--out_root', str(tmp_path)])
@@ -138,6 +144,7 @@ def test_off_policy_smoke(tmp_path):
     assert _off_policy().main(['--smoke', '--out_root', str(tmp_path), '--report']) == res
 
 
+@pytest.mark.slow
 def test_every_comparison_gives_its_arms_one_job(tmp_path):
     "peer_trl, main_job, diversity and off_policy refuse arms that differ in more than what they compare; never in the model, prompts, reward or evaluation"
     import argparse
@@ -181,6 +188,7 @@ def test_a_record_reads_as_its_run_folder(tmp_path):
     assert ev.harness_check(rec) == ev.harness_check(run) and json.loads(rec.read_text())['wall_seconds'] == 12.5
 
 
+@pytest.mark.slow
 def test_per_step_end_to_end_on_the_tiny_model(tmp_path):
     "per_step.py runs TRL and tba_kit arms as processes, keeps their records, reports equal steps; --report reads the records alone"
     pytest.importorskip('trl')
@@ -200,6 +208,7 @@ def test_per_step_end_to_end_on_the_tiny_model(tmp_path):
     assert again['at_steps'] == res['at_steps'] and again['systems'] == res['systems']
 
 
+@pytest.mark.slow
 def test_tuning_chooses_each_kinds_best_median_on_validation(tmp_path):
     "choose(): per kind, the candidate whose median final accuracy over the tuning seeds is highest; a tie keeps the first listed"
     peer = _bench('peer_trl')

@@ -2,6 +2,10 @@
 import json, math, os, subprocess, sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.process]
+
 ROOT = Path(__file__).resolve().parents[1]
 AVX2 = {'ATEN_CPU_CAPABILITY': 'avx2', 'ONEDNN_MAX_CPU_ISA': 'AVX2'}  # emulates a CPU whose bf16 is slow: fp32 must be chosen
 

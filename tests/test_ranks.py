@@ -12,6 +12,8 @@ from test_loop import ROOT, TINY_CLI, tba_train, wait_for_steps
 from tba_kit.checkpoints import find_checkpoint
 from tba_kit.models import tiny_model
 
+pytestmark = [pytest.mark.process]
+
 SYNC = [*TINY_CLI, '--mode=sync', '--lr=1e-3', '--seed=1']  # sync mode: the same batches in every run, whatever the ranks
 
 

@@ -14,6 +14,8 @@ from tba_kit.checkpoints import find_checkpoint
 from tba_kit.config import Config
 from tba_kit.loop import Run
 
+pytestmark = [pytest.mark.cluster]
+
 NODES = 3  # worker nodes, one CPU each: one searcher per node; the head (no CPUs) holds the driver
 STORE = 80 * 2**20
 

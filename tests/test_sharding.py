@@ -12,6 +12,8 @@ from tba_kit.objectives import PPO, ScalarLogZ, TrajectoryBalance, VarGrad
 from tba_kit.ranks import free_port
 from tba_kit.trainer import Trainer
 
+pytestmark = [pytest.mark.process]
+
 STEPS = 3
 SIZES = [(3, 5, 2, 4), (6, 2, 2, 2), (4,)]  # rows per group at each step. With micro-batches of 4 rows on 2 ranks: 2 passes each;
 # then 1 pass (6) against 2 (2 + 2, 2); then one group for 2 ranks, so rank 1 runs a pass of weight 0

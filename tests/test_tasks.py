@@ -16,6 +16,7 @@ def test_shipped_configs_validate(name):
     Config.load(ROOT / 'configs' / f'{name}.yaml')
 
 
+@pytest.mark.slow
 def test_gsm8k_smoke(tmp_path):
     "GSM8K (the project's fixture) through the async loop on the tiny model: trains, evaluates pass@1"
     summary = asyncio.run(run(dict(model='tiny', task='gsm8k', task_args=dict(source='fixture'), k=4, prompts_per_step=2,
@@ -27,6 +28,7 @@ def test_gsm8k_smoke(tmp_path):
     assert sum('train/step' in r for r in rows) == 3
 
 
+@pytest.mark.slow
 def test_tldr_smoke(tmp_path):
     "TL;DR (fixture posts, tiny random reward and gold models) through the async loop: trains, evaluates win rate and perplexity"
     from tba_kit.models import tiny_model
@@ -44,6 +46,7 @@ def test_tldr_smoke(tmp_path):
     assert len(rows) == 3 and all(math.isfinite(r['sample/reward_mean']) for r in rows)
 
 
+@pytest.mark.slow
 def test_redteam_smoke(tmp_path, capfd):
     "Red-teaming (tiny attacker, tiny victim answering twice, garak lexicon proxy) through the async loop: trains, ASR and diversity; evaluation reports the victim's phases"
     pytest.importorskip('sentence_transformers')
