@@ -32,3 +32,17 @@ def test_every_module_is_its_notebooks_export():
 def test_readme_is_generated_from_index_notebook():
     out = subprocess.run([sys.executable, 'tools/make_readme.py', '--check'], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_license_and_the_contributors_kit():
+    "LICENSE is the license pyproject.toml declares; the pre-commit hooks run the gates .ci/run runs; CONTRIBUTING.md names the tiers"
+    import tomllib, yaml
+    declared = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['license']
+    text = (ROOT / 'LICENSE').read_text()
+    assert declared == 'Apache-2.0' and 'Apache License' in text and 'Version 2.0, January 2004' in text
+    ci = (ROOT / '.ci' / 'run').read_text()
+    hooks = [h for r in yaml.safe_load((ROOT / '.pre-commit-config.yaml').read_text())['repos'] for h in r['hooks']]
+    assert {h['id'] for h in hooks} == {'nbdev-clean', 'nbdev-export', 'readme', 'ruff-errors'}
+    for h in hooks: assert h['entry'] in ci, f"pre-commit hook {h['id']!r} runs {h['entry']!r}, which .ci/run does not"
+    guide = (ROOT / 'CONTRIBUTING.md').read_text()
+    assert all(f'--tier={t}' in guide for t in ('slow', 'all')) and 'provenance' in guide
