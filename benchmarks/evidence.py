@@ -194,6 +194,26 @@ def provenance(argv:list|None=None) -> dict:
             'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}
 
 
+def interval(r:dict, fmt:str='{:.1%}') -> str:
+    "A median with its interval, from {'median', 'lo', 'hi'}"
+    return f"{fmt.format(r['median'])} [{fmt.format(r['lo'])}, {fmt.format(r['hi'])}]"
+
+
+def system_claims(rec:dict, what:str='held-out accuracy') -> list:
+    "The ledger's rows for a comparison of systems (peer_trl.py, per_step.py): each system's final accuracy, and its accuracy at step 30"
+    res, out = rec['results'], []
+    for s, r in res['systems'].items():
+        n = len(r['final']['per_seed'])
+        out.append({'claim': f"{s}: final {what} ({n} seed{'s' * (n > 1)}, {median(r['steps']):g} steps, from {r['initial']:.1%})",
+                    'value': interval(r['final'])})
+        if r.get('ratio_to_trl_time') is not None:
+            out.append({'claim': f"{s}: training time to {res['reference']}'s median final, as a share of {res['reference']}'s",
+                        'value': f"{r['ratio_to_trl_time']:.2f}x"})
+    for s, r in (res.get('at_steps') or {}).get('30', {}).items():
+        out.append({'claim': f"{s}: {what} at step 30", 'value': interval(r)})
+    return out
+
+
 def curve_svg(series:dict, path:Path, clock:str='train', title:str='held-out greedy accuracy'):
     "An SVG: for each system (name -> run folders), the median accuracy over seeds against minutes, and the band of the seeds' range"
     curves = {n: [[(e[clock] / 60, e['accuracy']) for e in evaluations(r)] for r in runs] for n, runs in series.items()}

@@ -34,7 +34,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import (config_of, curve_svg, evaluations, final_with_interval, harness_check, keep_record, median, provenance, rel, rows,  # noqa: E402
+from evidence import (config_of, curve_svg, evaluations, final_with_interval, harness_check, keep_record, median, provenance, rel, rows, system_claims,  # noqa: E402
                       same_evaluation, same_job, seeds_interval, time_to, timed_run)
 
 
@@ -330,6 +330,11 @@ def main():
     (Path(a.results) / f'{a.name}.json').write_text(json.dumps({**provenance(), 'config': a.config, 'overrides': extra, 'trl_bf16': a.trl_bf16,
         'seeds': a.seeds, 'systems': {s: {'kind': k, 'overrides': o, 'differs_in': differ.get(s, [])} for s, k, o in systems},
         'runs': {s: [rel(f) for f in fs] for s, fs in runs.items()}, 'results': res}, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): each system's final accuracy (held-out, or validation when tuning)"
+    return system_claims(rec, 'validation accuracy' if '--eval_samples=0' in rec['overrides'] else 'held-out accuracy')
 
 
 if __name__ == '__main__': main()

@@ -21,7 +21,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import provenance, rel, rows  # noqa: E402
+from evidence import provenance, rel, rows, system_claims  # noqa: E402
 import peer_trl  # noqa: E402
 
 ARMS = ['trl_dapo=trl', 'sync_dapo=sync --objective=dapo', 'sync_vargrad=sync', 'async_vargrad=async', 'async_dapo=async --objective=dapo']
@@ -72,6 +72,11 @@ def main(argv=None):
         'arms': {s: {'kind': k, 'overrides': o} for s, k, o in arms}, 'runs': {s: [rel(f) for f in fs] for s, fs in runs.items()},
         'results': res}, indent=1))
     return res
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): each arm's final and step-30 held-out accuracy"
+    return system_claims(rec)
 
 
 if __name__ == '__main__': main()

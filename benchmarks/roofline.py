@@ -149,4 +149,17 @@ def trl_step(cfg, task, tok, model, m:dict, rate:float, repeats:int) -> dict:
     return {'step_seconds': s, 'generate_seconds': g, 'train_seconds': s - g, 'train_gflop': f / 1e9, 'train_fraction_of_fp32_matmul': f / (s - g) / rate}
 
 
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): the searcher's and the trainer's speed against plain generate and TRL"
+    sh, un = rec['trainer']['shared'], rec['trainer']['unshared']
+    out = [{'claim': f"searcher: new tokens/s against a plain `generate` of the same rows ({rec['search']['rows']} rows)",
+            'value': f"{rec['search']['tokens_per_s']:.0f} vs {rec['search']['plain_generate_tokens_per_s']:.0f} ({rec['search']['ratio_to_plain_generate']:.2f}x)"},
+           {'claim': 'trainer step with the shared prompt pass against without it (seconds)', 'value': f"{sh['seconds']:.2f} vs {un['seconds']:.2f} ({un['seconds'] / sh['seconds']:.2f}x)"},
+           {'claim': "trainer step's share of the fp32 matmul rate (shared prompt pass)", 'value': f"{sh['fraction_of_fp32_matmul']:.0%}"}]
+    if 'trl' in rec:
+        t = rec['trl']['train_seconds']
+        out.append({'claim': "TRL's training pass (its step without generation) against tba_kit's trainer step (seconds)", 'value': f"{t:.2f} vs {sh['seconds']:.2f} ({t / sh['seconds']:.1f}x)"})
+    return out
+
+
 if __name__ == '__main__': main()

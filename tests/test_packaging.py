@@ -42,7 +42,7 @@ def test_license_and_the_contributors_kit():
     assert declared == 'Apache-2.0' and 'Apache License' in text and 'Version 2.0, January 2004' in text
     ci = (ROOT / '.ci' / 'run').read_text()
     hooks = [h for r in yaml.safe_load((ROOT / '.pre-commit-config.yaml').read_text())['repos'] for h in r['hooks']]
-    assert {h['id'] for h in hooks} == {'nbdev-clean', 'nbdev-export', 'readme', 'ruff-errors'}
+    assert {h['id'] for h in hooks} == {'nbdev-clean', 'nbdev-export', 'readme', 'results', 'ruff-errors'}
     for h in hooks: assert h['entry'] in ci, f"pre-commit hook {h['id']!r} runs {h['entry']!r}, which .ci/run does not"
     guide = (ROOT / 'CONTRIBUTING.md').read_text()
     assert all(f'--tier={t}' in guide for t in ('slow', 'all')) and 'provenance' in guide

@@ -1,0 +1,86 @@
+"""Write benchmarks/RESULTS.md, the results ledger, from the files in benchmarks/results/.
+
+A results file is traced when it records its provenance (`benchmarks/evidence.py:provenance`: command, commit, machine,
+versions, date). Each traced file gives one row per claim, made by the `claims(record)` function of the script its
+command ran. The files without provenance are listed as such: no number in them is a traced claim until the script is
+rerun. `--check` fails if RESULTS.md differs from what would be written (CI runs it, as for the README).
+"""
+import importlib.util, json, re, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS, LEDGER = ROOT / 'benchmarks' / 'results', ROOT / 'benchmarks' / 'RESULTS.md'
+
+
+def provenance_of(rec) -> dict | None:
+    "The provenance a results file records (at its top level), or None"
+    return rec if isinstance(rec, dict) and rec.get('commit') and rec.get('command') else None
+
+
+def script_of(command: str) -> Path:
+    "The benchmark script a recorded command ran"
+    m = re.search(r'benchmarks/(\w+)\.py', command)
+    if not m: raise ValueError(f"command {command!r} names no script under benchmarks/")
+    return ROOT / 'benchmarks' / f'{m.group(1)}.py'
+
+
+def claims_of(script: Path, rec: dict) -> list:
+    "The rows `script`'s `claims(record)` makes of a record it wrote"
+    sys.path.insert(0, str(script.parent))
+    spec = importlib.util.spec_from_file_location(f'ledger_{script.stem}', script)
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    if not hasattr(mod, 'claims'): raise ValueError(f"{script.relative_to(ROOT)} wrote a traced result but has no claims(record) for the ledger")
+    return mod.claims(rec)
+
+
+def machine(m: dict) -> str:
+    return f"{m['cpu']}, {m['cores']} cores, {'/'.join(m['isa']) or 'no AVX'}" + (f", {m['gpu']}" if m.get('gpu') else '')
+
+
+def cell(s) -> str: return str(s).replace('|', '\\|').replace('\n', ' ')
+
+
+def render() -> str:
+    traced, untraced = [], []
+    for f in sorted(RESULTS.glob('*.json')):
+        rec = json.loads(f.read_text())
+        (traced if provenance_of(rec) else untraced).append((f, rec))
+    out = ["<!-- generated from benchmarks/results/ by tools/make_results.py: edit the results or the scripts' claims(), not this file -->",
+           '', '# Results ledger', '',
+           "Every number tba_kit reports, and where it came from. Each traced results file below names the command that made "
+           "it, the git commit the code was at (`+changes`: the tree had uncommitted changes), the machine and the date; its "
+           "rows are its claims, each with its number (a median with its 95% interval over seeds and problems where there is "
+           "one). The README's numbers come from these rows.", '',
+           f'## Traced results ({len(traced)} files)']
+    for f, rec in traced:
+        commit = rec['commit'][:7] + (' +changes' if rec.get('dirty') else '')
+        out += ['', f"### [{f.name}](results/{f.name})", '', f"`{rec['command']}`", '',
+                f"commit {commit} · {machine(rec['machine'])} · torch {rec['versions'].get('torch')}, transformers "
+                f"{rec['versions'].get('transformers')}, TRL {rec['versions'].get('trl')} · {rec['date'][:10]}", '',
+                '| claim | number |', '|---|---|']
+        out += [f"| {cell(c['claim'])} | {cell(c['value'])} |" for c in claims_of(script_of(rec['command']), rec)]
+    out += ['', f'## Results without provenance ({len(untraced)} files)', '',
+            "Written before the benchmarks recorded their command, commit and machine: their numbers are not traced claims, "
+            "and the README does not cite them. Rerun the script to trace one.", '',
+            '| results file | script | what it holds |', '|---|---|---|']
+    for f, rec in untraced:
+        script = next((s.name for s in sorted((ROOT / 'benchmarks').glob('*.py'), key=lambda s: -len(s.stem)) if f.stem.startswith(s.stem)), '?')
+        note = rec.get('provenance', {}).get('runs_note', '') if isinstance(rec, dict) else ''
+        keys = ', '.join(list(rec)[:6]) if isinstance(rec, dict) else type(rec).__name__
+        out.append(f"| [{f.name}](results/{f.name}) | {script} | {cell(note or keys)} |")
+    return '\n'.join(out) + '\n'
+
+
+def main():
+    text = render()
+    if '--check' in sys.argv:
+        if not LEDGER.exists() or LEDGER.read_text() != text:
+            sys.exit("benchmarks/RESULTS.md is out of date with benchmarks/results/: run `python tools/make_results.py` and commit")
+        print('benchmarks/RESULTS.md is up to date')
+    else:
+        LEDGER.write_text(text)
+        print(f'wrote {LEDGER}')
+
+
+if __name__ == '__main__':
+    main()
