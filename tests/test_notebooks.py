@@ -15,7 +15,8 @@ NOTEBOOKS = [p for p in ALL if p.relative_to(ROOT / 'nbs').as_posix() not in ELS
 # builds on the cells before it, so the notebook is marked as a whole rather than split into a fast half and a slow half
 SLOW_TIER = {'04_enumerable.ipynb': 'slow', '07a_workers.ipynb': 'process', '07b_vllm.ipynb': 'vllm', '07d_ray.ipynb': 'cluster',
              '09f_ranks.ipynb': 'process', '10_loop.ipynb': 'slow process', '11_cli.ipynb': 'slow', '13_dashboard.ipynb': 'slow',
-             'tutorials/bring_your_own_task.ipynb': 'slow process', 'tutorials/diversity.ipynb': 'slow'}
+             'tutorials/bring_your_own_task.ipynb': 'slow process', 'tutorials/diversity.ipynb': 'slow',
+             'index.ipynb': 'slow process'}
 
 
 def tiered(nb: Path):

@@ -7,6 +7,27 @@ import json, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MARK = '<!-- headline results'  # the line of nbs/index.ipynb that the table replaces
+# the README's headline table: (results file, the start of a claim in benchmarks/RESULTS.md, how the README names it)
+HEADLINE = [
+    ('roofline.json', "TRL's training pass", "Trainer step on the main job's batch (s): TRL's `GRPOTrainer` training pass vs tba_kit's"),
+    ('roofline.json', 'trainer step with the shared prompt pass', "tba_kit's trainer step (s): one prompt pass per group vs one per completion"),
+    ('per_step.json', 'trl_dapo: held-out accuracy at step 30', 'Held-out accuracy at step 30 (2 seeds): TRL `GRPOTrainer`, dapo loss, on-policy'),
+    ('per_step.json', 'sync_dapo: held-out accuracy at step 30', 'Held-out accuracy at step 30 (2 seeds): tba_kit sync, the same loss'),
+    ('per_step.json', 'async_vargrad: held-out accuracy at step 30', 'Held-out accuracy at step 30 (2 seeds): tba_kit async, VarGrad (the main job at a constant lr)'),
+]
+
+
+def headline() -> str:
+    "The headline table, each number a row of the results ledger (tools/make_results.py)"
+    sys.path.insert(0, str(ROOT / 'tools'))
+    from make_results import rows
+    ledger, out = rows(), ['| measured | number | ledger row |', '|---|---|---|']
+    for file, start, label in HEADLINE:
+        found = [r for r in ledger if r['file'] == file and r['claim'].startswith(start)]
+        if len(found) != 1: sys.exit(f"the README's headline {label!r} matches {len(found)} rows of benchmarks/RESULTS.md ({file}: {start!r}), not one")
+        out.append(f"| {label} | {found[0]['value']} | [{file}](benchmarks/RESULTS.md) @ {found[0]['commit']} |")
+    return '\n'.join(out)
 
 
 def render(nb_path: Path) -> str:
@@ -17,7 +38,7 @@ def render(nb_path: Path) -> str:
         lines = src.splitlines()
         directives = [l for l in lines if l.startswith('#|')]
         if any(d.split()[1:2] in (['hide'], ['default_exp'], ['export'], ['exporti']) for d in directives if len(d.split()) > 1): continue
-        body = '\n'.join(l for l in lines if not l.startswith('#|')).strip('\n')
+        body = '\n'.join(headline() if l.startswith(MARK) else l for l in lines if not l.startswith('#|')).strip('\n')
         if not body: continue
         parts.append(body if c['cell_type'] == 'markdown' else f"```python\n{body}\n```")
     return "<!-- generated from nbs/index.ipynb by tools/make_readme.py: edit the notebook, not this file -->\n\n" + '\n\n'.join(parts) + '\n'

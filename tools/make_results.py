@@ -40,11 +40,22 @@ def machine(m: dict) -> str:
 def cell(s) -> str: return str(s).replace('|', '\\|').replace('\n', ' ')
 
 
-def render() -> str:
+def results() -> tuple:
+    "The results files as (path, record): those with provenance, those without"
     traced, untraced = [], []
     for f in sorted(RESULTS.glob('*.json')):
         rec = json.loads(f.read_text())
         (traced if provenance_of(rec) else untraced).append((f, rec))
+    return traced, untraced
+
+
+def rows() -> list:
+    "Every traced claim: {'file', 'claim', 'value', 'commit'}"
+    return [{'file': f.name, 'commit': rec['commit'][:7], **c} for f, rec in results()[0] for c in claims_of(script_of(rec['command']), rec)]
+
+
+def render() -> str:
+    traced, untraced = results()
     out = ["<!-- generated from benchmarks/results/ by tools/make_results.py: edit the results or the scripts' claims(), not this file -->",
            '', '# Results ledger', '',
            "Every number tba_kit reports, and where it came from. Each traced results file below names the command that made "
