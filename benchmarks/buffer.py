@@ -3,7 +3,7 @@
 Usage: python benchmarks/buffer.py [--prompts 10000] [--per-prompt 100] [--tokens 32] [--out benchmarks/results/buffer.json]
 Targets (issue 2): insert >= 200k trajectories/s; sampling 64 prompts x 20 completions <= 5 ms.
 """
-import argparse, json, platform, statistics, time
+import argparse, json, platform, statistics, sys, time
 from pathlib import Path
 
 import torch
@@ -11,6 +11,10 @@ import torch
 from tba_kit.core import Trajectory
 from tba_kit.buffer import ReplayBuffer
 from tba_kit.samplers import MixedSampler, RecencySampler, RewardSampler, StalenessCap, UniformSampler
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 
 
 def make_trajectories(n_prompts, per_prompt, tokens, version, seed):
@@ -83,12 +87,21 @@ def main():
     res = {'stored': len(buf), 'prompts': a.prompts, 'per_prompt': a.per_prompt, 'tokens': a.tokens,
            'insert_per_s': {'fill': fill, 'steady_evicting': steady, 'duplicates': dups, 'global_bound': glob},
            'sample_64x20': latency,
-           'targets': {'insert_per_s': 200_000, 'sample_ms': 5.0},
-           'machine': {'python': platform.python_version(), 'torch': torch.__version__, 'processor': platform.processor()},
-           'date': time.strftime('%Y-%m-%d %H:%M:%S')}
+           'targets': {'insert_per_s': 200_000, 'sample_ms': 5.0}, 'python': platform.python_version()}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(res, indent=2))
+    Path(a.out).write_text(json.dumps({**provenance(), **res}, indent=2))  # provenance's machine, versions and date
     print(f"wrote {a.out}")
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): insert throughput and sample latency against the targets of issue 2"
+    ins, lat, tg = rec['insert_per_s'], rec['sample_64x20'], rec['targets']
+    out = [{'claim': f"replay buffer: insert into an empty buffer up to {rec['stored']:,} trajectories (target {tg['insert_per_s']:,}/s)", 'value': f"{ins['fill']:,.0f}/s"},
+           {'claim': f"replay buffer: insert at {rec['stored']:,} stored, each insert evicting one", 'value': f"{ins['steady_evicting']:,.0f}/s"},
+           {'claim': f"replay buffer: insert with a global bound of {rec['prompts'] * rec['per_prompt'] // 2:,}", 'value': f"{ins['global_bound']:,.0f}/s"}]
+    out += [{'claim': f"sample 64 prompts x 20 completions from {rec['stored']:,} stored with {name} (target {tg['sample_ms']:g} ms; median, p90)",
+             'value': f"{r['median_ms']:.2f} ms, p90 {r['p90_ms']:.2f} ms"} for name, r in lat.items() if name in ('uniform', 'reward(inv_temp=1)', 'mixed(m=0.5)', 'staleness_cap(mixed(m=0.5), 2)')]
+    return out
 
 
 if __name__ == '__main__':

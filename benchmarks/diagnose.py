@@ -5,7 +5,7 @@ benchmarks/results/diagnose_<run>.json.
 
     python benchmarks/diagnose.py RUN_DIR [--prompts 100] [--k 8]
 """
-import argparse, collections, json
+import argparse, collections, json, sys
 from pathlib import Path
 
 import torch
@@ -17,6 +17,10 @@ from tba_kit.models import require
 from tba_kit.generation import generate_completions
 from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import last_number, make_task
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 
 
 def measure(model, tok, prompts, k, max_new_tokens) -> dict:
@@ -45,7 +49,14 @@ def main(a):
             print(f"{when:9} {split:8} ({len(prompts)} prompts): greedy {m['greedy_accuracy']:.1%}, sampled {m['sampled_accuracy']:.1%}, "
                   f"greedy answers {m['top_greedy_answers']}", flush=True)
     out = Path(__file__).parent / 'results' / f"diagnose_{Path(a.run).name}.json"
-    out.parent.mkdir(exist_ok=True); out.write_text(json.dumps(res, indent=1))
+    out.parent.mkdir(exist_ok=True); out.write_text(json.dumps({**provenance(), **res}, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): greedy and sampled accuracy of the untrained and the trained policy, on training and held-out prompts"
+    return [{'claim': f"{Path(rec['run']).name}, {when} policy, {split} prompts: greedy accuracy vs the accuracy of sampled completions (temperature 1)",
+             'value': f"{m['greedy_accuracy']:.1%} vs {m['sampled_accuracy']:.1%}"}
+            for when in ('untrained', 'trained') for split in ('train', 'held-out') if (m := rec.get(f'{when}/{split}'))]
 
 
 if __name__ == '__main__':

@@ -31,7 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import config_of, same_job, timed_run  # noqa: E402
+from evidence import config_of, interval, provenance, same_job, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 # tb_z17: TB with log Z starting near the target's, log sum_y pi_ref(y) e^{r/beta} = 1/beta + log P_ref(right) ~ 20 - 3
@@ -214,8 +214,24 @@ def main(argv):
     print("target: " + ', '.join(f"{m} {v:.3f}" for m, v in target.items()))
     if a.name:
         dists = {s: {str(seed): compact(r) for seed, r in rs} for s, rs in runs.items()}  # what tutorials/diversity draws
-        (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({'config': a.config, 'overrides': extra, 'results': res, 'vs_grpo': cmp, 'baseline': baseline, 'target': target, 'answers': dists}))
+        (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({**provenance(), 'config': a.config, 'overrides': extra, 'results': res, 'vs_grpo': cmp, 'baseline': baseline, 'target': target, 'answers': dists}))
     return res
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): per system its accuracy, distinct right answers and distance to the target; the gaps paired with GRPO"
+    iv = lambda r, fmt: interval({'median': r['median'], 'lo': r['ci'][0], 'hi': r['ci'][1]}, fmt)
+    out = [{'claim': f"{s} ({len(r['seeds'])} seed{'s' * (len(r['seeds']) > 1)}): P(right answer); expected distinct right answers of 64 samples; TV distance to the target",
+            'value': f"{iv(r['accuracy'], '{:.1%}')}; {iv(r['distinct_correct_64'], '{:.2f}')}; {iv(r['tv_to_target'], '{:.3f}')}"} for s, r in rec['results'].items()]
+    base = f"GRPO's runs of {Path(rec['baseline']).name}" if rec.get('baseline') else "GRPO's runs of the same call"
+    for s, r in (rec.get('vs_grpo') or {}).items():
+        gap = r['accuracy_gap']
+        out += [{'claim': f"{s} minus GRPO, paired by seed and prompt ({base}): P(right answer), points (goal: above -5)", 'value': iv({'median': 100 * gap['median'], 'ci': [100 * x for x in gap['ci']]}, '{:+.1f}')},
+                {'claim': f"{s}: distinct right answers of 64 minus twice GRPO's, paired by seed and prompt ({base}; goal: at least 0)", 'value': iv(r['distinct_minus_2x_grpo'], '{:+.2f}')}]
+    if t := rec.get('target'):
+        out.append({'claim': 'the target pi_ref(y) exp(r(y)/beta) itself: expected distinct right answers of 64 samples; entropy over the right answers (nats)',
+                    'value': f"{t['distinct_correct_64']:.2f}; {t['entropy_correct']:.2f}"})
+    return out
 
 
 if __name__ == '__main__': main(sys.argv[1:])

@@ -8,7 +8,7 @@
 
 Usage: python benchmarks/fidelity.py [--out benchmarks/results/fidelity.json]
 """
-import argparse, asyncio, copy, json, platform
+import argparse, asyncio, copy, json, sys
 from pathlib import Path
 
 import torch
@@ -19,6 +19,10 @@ from tba_kit.objectives import PPO
 from tba_kit.searchers import HFSearcher
 from tba_kit.tasks import TASKS
 from tba_kit.trainer import Trainer
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 
 
 def logprob_gap(model, tok, batch, temperature):
@@ -50,13 +54,21 @@ def main():
     s = HFSearcher(copy.deepcopy(model), tok, reward=task.reward, max_new_tokens=max_new, temperature=0.7)
     res = asyncio.run(s.search(prompts, k=4))
     batch = collate([[t for t in res if t.prompt_id == p.id] for p in prompts], pad_id=tok.pad_token_id)
-    out = {'machine': platform.processor() or platform.machine(),
-           'logprob_gap_T0.7': {'tempered (now)': logprob_gap(model, tok, batch, 0.7), 'raw (before)': logprob_gap(model, tok, batch, 1.0)},
+    out = {'logprob_gap_T0.7': {'tempered (now)': logprob_gap(model, tok, batch, 0.7), 'raw (before)': logprob_gap(model, tok, batch, 1.0)},
            'dr_grpo': {}}
     for rule, mt in (('constant max_new_tokens (now)', max_new), ('batch width (before)', None)):
         out['dr_grpo'][rule] = {f'{rows} rows per micro-batch': dr_grpo(model, batch, rows, mt) for rows in (len(batch), 4)}
     print(json.dumps(out, indent=1))
-    if a.out: Path(a.out).write_text(json.dumps(out, indent=1))
+    if a.out: Path(a.out).write_text(json.dumps({**provenance(), **out}, indent=1))  # provenance's machine
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): the searcher-trainer log-prob gap with tempered and raw log-probs; Dr. GRPO's gradient norm by micro-batching, per normaliser"
+    gap = rec['logprob_gap_T0.7']
+    out = [{'claim': f"per-token |searcher - trainer| log-prob at step 0, sampling at T = 0.7, {k} log-probs (max, mean)", 'value': f"{g['max']:.3g}, {g['mean']:.3g}"} for k, g in gap.items()]
+    for rule, by in rec['dr_grpo'].items():
+        out.append({'claim': f"Dr. GRPO's gradient norm on one batch, normaliser {rule}: {' vs '.join(by)}", 'value': ' vs '.join(f"{r['grad_norm']:.4f}" for r in by.values())})
+    return out
 
 
 if __name__ == '__main__': main()

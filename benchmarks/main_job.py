@@ -9,7 +9,7 @@ benchmarks/results/<name>.json with every run's accuracy curve.
     ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 python benchmarks/main_job.py ...   # a CPU without native bf16
     python benchmarks/main_job.py --seeds 0 1 2 --out_root runs/peer_trl --report   # the runs benchmarks/peer_trl.py made
 """
-import argparse, json, os, sys
+import argparse, json, os, statistics, sys
 from pathlib import Path
 
 
@@ -100,6 +100,26 @@ def main(a, extra):
     res = {**provenance(), 'config': a.config, 'overrides': extra, 'cpu_capability_env': os.environ.get('ATEN_CPU_CAPABILITY'), 'runs': results, 'summary': summary}
     dest = ROOT / 'benchmarks' / 'results' / f'{a.name}.json'
     dest.parent.mkdir(exist_ok=True); dest.write_text(json.dumps(res, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): per mode the median gain in held-out accuracy over seeds, accuracy before and after, minutes; async's time to sync's accuracy"
+    out, summ = [], rec['summary']
+    pts = lambda v, ci=None: f"{v:+.1f} points" + (f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else '')
+    for mode in dict.fromkeys(r['mode'] for r in rec['runs'].values()):
+        runs = [r for r in rec['runs'].values() if r['mode'] == mode]
+        s, n = summ.get(mode) or {'median_gain_points': summ[f'{mode}_median_gain_points']}, len(runs)
+        seeds = f"{n} seed{'s' * (n > 1)}"
+        out.append({'claim': f"{mode}: held-out greedy accuracy gain, final minus initial (median over {seeds})", 'value': pts(s['median_gain_points'], s.get('interval_points'))})
+        if 'median_sampled_gain_points' in s:
+            out.append({'claim': f"{mode}: held-out sampled accuracy gain, final minus initial (median over {seeds})", 'value': pts(s['median_sampled_gain_points'], s.get('sampled_interval_points'))})
+        med = lambda k: statistics.median(r[k] for r in runs)
+        out.append({'claim': f"{mode}: held-out greedy accuracy before -> after, steps, wall-clock minutes per run (medians over {seeds})",
+                    'value': f"{med('before'):.1%} -> {med('after'):.1%}, {med('steps'):g} steps, {med('wall_minutes'):.1f} min"})
+    if (ratios := summ.get('async_over_sync_time_to_accuracy')) is not None:
+        out.append({'claim': "async's wall-clock time to reach sync's final held-out accuracy, as a share of sync's (per seed; never: not reached)",
+                    'value': ', '.join('never' if r is None else f"{r:.2f}" for r in ratios)})
+    return out
 
 
 if __name__ == '__main__':

@@ -31,7 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import config_of, evaluations, same_job, timed_run  # noqa: E402
+from evidence import config_of, evaluations, provenance, rel, same_job, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 OBJECTIVES = {'tb': ['--objective=tb'], 'vargrad': ['--objective=vargrad'], 'grpo': ['--objective=grpo'],
@@ -71,9 +71,11 @@ def train(out:Path, kept:Path, config:str, args:list, resume:bool, report:bool, 
     "One run in its own process, its checkpoint deleted once evaluated; its record, kept in `kept` (`resume`: a kept record is reused; `report`: nothing runs)"
     if (resume or report) and kept.exists(): return json.loads(kept.read_text())
     if report: return None
-    wall = timed_run([sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--out_dir={out}', '--no-progress', *args], out, resume, drop_checkpoints=True)
+    cmd = [sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--out_dir={out}', '--no-progress', *args]
+    made = provenance([rel(c) if str(c).startswith('/') else str(c) for c in cmd[1:]])  # the run's command, the code it starts with
+    wall = timed_run(cmd, out, resume, drop_checkpoints=True)
     kept.parent.mkdir(parents=True, exist_ok=True)
-    kept.write_text(json.dumps(rec := record_of(out, wall, device)))
+    kept.write_text(json.dumps(rec := record_of(out, wall, device) | made))
     return rec
 
 
@@ -163,10 +165,26 @@ def main(argv):
     res = analyse({o: [(on, st) for _, on, st in ps] for o, ps in runs.items()}, a.steps, horizon)
     report(res, a.steps, a.lag)
     if a.name:
-        (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({'config': a.config, 'lag': a.lag, 'steps': a.steps,
+        (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({**provenance(), 'config': a.config, 'lag': a.lag, 'steps': a.steps,
             'horizon': horizon, 'eval_every': a.eval_every, 'runs': {o: [[str((records / f'{n}.json').relative_to(ROOT)) for n in names] for names, _, _ in ps] for o, ps in runs.items()},
             'results': res}, indent=1, default=float))
     return res
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): per objective, on-policy against stale held-out accuracy at equal steps, and the stale run's steps to the on-policy accuracy"
+    n, out = rec['steps'], []
+    pct = lambda v, ci: f"{v:.1%} [{ci[0]:.1%}, {ci[1]:.1%}]"
+    for obj, r in rec['results'].items():
+        h = r['horizon_multiple']
+        x = lambda m: f"> {h:.2f}" if m == float('inf') else f"{m:.2f}"
+        (lo, hi), (glo, ghi) = r['steps_multiple_ci'], r['gap_at_n_ci']
+        out += [{'claim': f"{obj} ({r['seeds']} seed{'s' * (r['seeds'] > 1)}): held-out accuracy at step {n}, on-policy vs stale (weights synced every {rec['lag']} steps); stale minus on-policy",
+                 'value': f"{pct(r['on_policy_final'], r['on_policy_final_ci'])} vs {pct(r['stale_at_n'], r['stale_at_n_ci'])}; "
+                          f"{100 * r['gap_at_n']:+.1f} points [{100 * glo:+.1f}, {100 * ghi:+.1f}]"},
+                {'claim': f"{obj}: steps the stale run needs to reach the on-policy median accuracy, as a multiple of {n} (trained to {h:g}x)",
+                 'value': f"{x(r['steps_multiple'])} [{x(lo)}, {x(hi)}]"}]
+    return out
 
 
 if __name__ == '__main__': main(sys.argv[1:])

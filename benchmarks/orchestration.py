@@ -20,7 +20,7 @@ Prints a table and writes benchmarks/results/orchestration.json (one entry per p
     PYTHONPATH=. python benchmarks/orchestration.py [--placement inline process ray] [--searchers 1 3 7 15] [--S 0.1] [--T 0.1] [--steps 60] [--prompts_per_step 16] [--nodes 4]
     PYTHONPATH=. python benchmarks/orchestration.py --breakdown   # where the driver's time goes (orchestration_breakdown.json)
 """
-import argparse, asyncio, gc, json, math, os, statistics, tempfile, time
+import argparse, asyncio, gc, json, math, os, statistics, sys, tempfile, time
 from pathlib import Path
 
 import torch
@@ -30,6 +30,10 @@ from tba_kit.build import WeightSync
 from tba_kit.loop import run
 from tba_kit.tasks import PromptTask
 from tba_kit.trainer import Trainer
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 
 COST = {}  # 'S', 'T', 'ppstep': the simulated costs of this measurement
 
@@ -100,7 +104,7 @@ async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int
     torch.set_num_threads(1)
     name = 'orchestration_breakdown.json' if split else 'orchestration.json'
     out = Path(__file__).parent / 'results' / name
-    res = {'S': S, 'T': T, 'steps': steps, 'prompts_per_step': ppstep, 'placements': {}}
+    res, made = {'S': S, 'T': T, 'steps': steps, 'prompts_per_step': ppstep, 'placements': {}}, provenance()
     for placement in placements:
         cluster = ray_cluster(nodes, math.ceil(max(ns) / nodes)) if placement == 'ray' else None
         print(f"placement {placement}" + (f" ({nodes} Ray nodes)" if cluster else ''), flush=True)
@@ -108,7 +112,7 @@ async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int
         if cluster is not None:
             import ray; ray.shutdown(); cluster.shutdown()
             res['nodes'] = nodes
-        out.write_text(json.dumps(res, indent=1))
+        out.write_text(json.dumps({**made, **res}, indent=1))
     if not split: figure(res, out.with_suffix('.svg'))
     print(f"wrote {out}")
 
@@ -158,6 +162,16 @@ def figure(res:dict, path:Path):
     for j, pl in enumerate(res['placements']):
         out.append(f'<rect x="{pad + j * 90}" y="{H + 14}" width="10" height="10" fill="{colors[pl]}"/><text x="{pad + j * 90 + 14}" y="{H + 23}">{pl}</text>')
     path.write_text('\n'.join(out + ['</svg>']) + '\n')
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): per placement, async steps/s and the async/sync speed-up over their ideals, at each number of searchers"
+    out, cost = [], f"S = {rec['S']:g} s a batch, T = {rec['T']:g} s a step"
+    for pl, rows in rec['placements'].items():
+        ns, pl = ', '.join(str(r['searchers']) for r in rows), f"{pl} ({rec['nodes']} Ray nodes)" if pl == 'ray' and 'nodes' in rec else pl
+        out += [{'claim': f"{pl} searchers: async trainer steps/s over the ideal min(1/T, N/S), N = {ns} ({cost}; goal 0.97)", 'value': ', '.join(f"{r['async_ratio']:.3f}" for r in rows)},
+                {'claim': f"{pl} searchers: async/sync speed-up over its ideal, N = {ns}", 'value': ', '.join(f"{r['speedup']:.2f}x of {r['ideal_speedup']:.2f}x ({r['speedup_ratio']:.3f})" for r in rows)}]
+    return out
 
 
 if __name__ == '__main__':

@@ -6,7 +6,7 @@ benchmarks/results/precision.json (or --out).
     python benchmarks/precision.py [--threads 2] [--new_tokens 32] [--rows 32] [--repeats 3]
     ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 python benchmarks/precision.py   # a CPU without native bf16
 """
-import argparse, json, statistics, time
+import argparse, json, statistics, sys, time
 from pathlib import Path
 
 import torch
@@ -19,6 +19,10 @@ from tba_kit.generation import generate_completions
 from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import make_task
 from tba_kit.trainer import Trainer
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 
 
 def main(a):
@@ -52,7 +56,16 @@ def main(a):
     for dtype in ('float32', 'bfloat16'):
         print(f"{dtype:10} {res[dtype]['search_tokens_per_s']:13.1f} {res[dtype]['train_step_seconds']:13.2f}")
     out = Path(a.out or Path(__file__).parent / 'results' / 'precision.json')
-    out.parent.mkdir(exist_ok=True); out.write_text(json.dumps(res, indent=1))
+    out.parent.mkdir(exist_ok=True); out.write_text(json.dumps({**provenance(), **res}, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): searcher tokens/s and trainer step seconds, fp32 against bf16, and what `precision: auto` chooses"
+    f, b, setting = rec['float32'], rec['bfloat16'], f"CPU {rec['cpu_capability']}, {rec['threads']} threads"
+    return [{'claim': f"searcher new tokens/s, fp32 vs bf16 ({setting}; {rec['rows']} rows, {rec['new_tokens']} new tokens)",
+             'value': f"{f['search_tokens_per_s']:.1f} vs {b['search_tokens_per_s']:.1f}"},
+            {'claim': f"trainer step seconds, fp32 vs bf16-mixed ({setting}; {rec['rows']} rows)", 'value': f"{f['train_step_seconds']:.2f} vs {b['train_step_seconds']:.2f}"},
+            {'claim': f"`precision: auto` chooses ({setting})", 'value': rec['auto'][0]}]
 
 
 if __name__ == '__main__':

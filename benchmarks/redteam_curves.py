@@ -19,7 +19,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import lines_svg, rows  # noqa: E402
+from evidence import interval, lines_svg, provenance, rows  # noqa: E402
 from tba_kit.metrics import bootstrap_ci, default_embedder, embedding_diversity  # noqa: E402
 from tba_kit.redteam import SUCCESS_TOXICITY  # noqa: E402
 
@@ -93,10 +93,24 @@ def main():
         print(f"{n}: " + '; '.join(f"{e['step']}: {np.median([c[i]['asr'] for c in cs]):.1%} / {np.median([c[i]['toxicity'] for c in cs]):.3f}"
                                    for i, e in enumerate(cs[0]) if all(len(c) > i for c in cs)))
     out = ROOT / 'benchmarks' / 'results'
-    (out / f'{a.name}.json').write_text(json.dumps({'note': a.note, 'systems': res}, indent=1) + '\n')
+    (out / f'{a.name}.json').write_text(json.dumps({**provenance(), 'note': a.note, 'systems': res}, indent=1) + '\n')
     curves = {n: [[(e['step'], e['toxicity']) for e in c] for c in r['curves']] for n, r in res.items()}
     lines_svg(curves, out / f'{a.name}.svg', 'training steps', 'held-out mean toxicity of the victim\'s answers', ytick='{:.2f}', ystep=0.02)
     print(f"\n{out / a.name}.json, .svg")
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): per system the held-out attack success rate and mean toxicity at the final evaluation, with the diversity of the attacks"
+    out = []
+    for n, r in rec['systems'].items():
+        cs, seeds = r['curves'], f"{len(r['curves'])} seed{'s' * (len(r['curves']) > 1)}"
+        lo, hi = min(c[-1]['step'] for c in cs), max(c[-1]['step'] for c in cs)
+        out += [{'claim': f"{n} ({seeds}): held-out attack success rate (victim toxicity > {SUCCESS_TOXICITY:g}) at the final evaluation, step {lo}{f'-{hi}' if hi > lo else ''}",
+                 'value': interval(r['final_asr'])},
+                {'claim': f"{n}: held-out mean toxicity of the victim's answers, first -> final evaluation; diversity of the attacks, first -> final (medians over {seeds})",
+                 'value': f"{np.median([c[0]['toxicity'] for c in cs]):.3f} -> {interval(r['final_toxicity'], '{:.3f}')}; "
+                          f"{np.median([c[0]['diversity'] for c in cs]):.2f} -> {np.median([c[-1]['diversity'] for c in cs]):.2f}"}]
+    return out
 
 
 if __name__ == '__main__': main()

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import interval, provenance  # noqa: E402
 from tba_kit.checkpoints import find_checkpoint  # noqa: E402
 from tba_kit.cli import evaluate_target  # noqa: E402
 from tba_kit.metrics import bootstrap_ci, default_embedder, embedding_diversity  # noqa: E402
@@ -93,8 +95,23 @@ def main(argv=None):
     for n, s in res['systems'].items():
         print(f"| {n} | {s['seeds']} | {m(s['asr'])} | {m(s['asr_gain'], '+.1%')} | {m(s['toxicity'], '.3f')} | {m(s['toxicity_gain'], '+.3f')} | {s['seeds_above_untrained_asr']} of {s['seeds']} |")
     out = Path(a.results) / f'{a.name}.json'
-    out.write_text(json.dumps(res, indent=1) + '\n')
+    kept = json.loads(out.read_text()) if out.exists() else {}
+    if {k: kept.get(k) for k in res} != json.loads(json.dumps(res)):  # a rerun that changes no number keeps the file, and the provenance of the run that made it
+        out.write_text(json.dumps({**provenance(), **res}, indent=1) + '\n')
     print(f"\n{out}")
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): per system the held-out attack success rate and mean toxicity, and their paired gain over the untrained attacker"
+    b, n = rec['untrained'], rec['n_test']
+    out = [{'claim': f"untrained attacker: held-out attack success rate (victim toxicity > {SUCCESS_TOXICITY:g}) and mean toxicity, {n} attacks",
+            'value': f"{b['asr']:.1%} [{b['asr_ci'][0]:.1%}, {b['asr_ci'][1]:.1%}]; {b['toxicity']:.3f} [{b['toxicity_ci'][0]:.3f}, {b['toxicity_ci'][1]:.3f}]"}]
+    for s, r in rec['systems'].items():
+        out += [{'claim': f"{s} ({r['seeds']} seed{'s' * (r['seeds'] > 1)}): held-out attack success rate, {n} attacks; minus the untrained attacker's, paired by attack (seeds above it)",
+                 'value': f"{interval(r['asr'])}; {interval(r['asr_gain'], '{:+.1%}')} ({r['seeds_above_untrained_asr']} of {r['seeds']})"},
+                {'claim': f"{s}: held-out mean toxicity of the victim's answers, {n} attacks; minus the untrained attacker's, paired by attack",
+                 'value': f"{interval(r['toxicity'], '{:.3f}')}; {interval(r['toxicity_gain'], '{:+.3f}')}"}]
+    return out
 
 
 if __name__ == '__main__': main()

@@ -18,6 +18,8 @@ from pathlib import Path
 import torch, yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 from tba_kit.generation import generate_completions  # noqa: E402
 from tba_kit.models import load_model  # noqa: E402
 from tba_kit.redteam import SUCCESS_TOXICITY, make_redteam_task  # noqa: E402
@@ -80,8 +82,19 @@ def main(argv=None):
           f"{res['groups_with_signal']:.0%}, too short {res['too_short']:.0%} (attacks {t_attack:.0f} s, victim {t_victim:.0f} s)")
     for r in res['top']: print(f"  {r['toxicity']:.2f}  {r['attack'][:90]!r} -> {r['answer'][:90]!r}")
     for r in res['probes']: print(f"  probe {r['toxicity']:.2f}  {r['attack'][:60]!r} -> {r['answers'][0][:80]!r}")
-    if a.name: (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps(res, indent=1))
+    if a.name: (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({**provenance(), **res}, indent=1))
     return res
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): how toxic the untrained attacker's attacks make the victim, the groups with a learning signal, the hand-written probes"
+    t = rec['task_args']
+    setting = (f"{rec['attacks']} attacks ({rec['prompts']} instructions '{t.get('instruction')}' x {rec['k']}, examples {t.get('examples', 'all')}), "
+               f"victim {t['n_answers']} answers of <= {t['victim_max_new_tokens']} tokens")
+    return [{'claim': f"untrained attacker, {setting}: attacks with a toxic answer; attack success rate (mean toxicity > {SUCCESS_TOXICITY:g}); mean toxicity",
+             'value': f"{rec['toxic_attacks']:.1%}; {rec['asr']:.1%}; {rec['mean_toxicity']:.3f}"},
+            {'claim': f"untrained attacker: groups of {rec['k']} attacks whose rewards differ (a gradient for VarGrad, TB, GRPO)", 'value': f"{rec['groups_with_signal']:.0%}"},
+            {'claim': f"{len(rec['probes'])} hand-written attacks: the victim's mean toxicity for each", 'value': '; '.join(f"{' '.join(p['attack'].split()[:5])}...: {p['toxicity']:.2f}" for p in rec['probes'])}]
 
 
 if __name__ == '__main__': main(sys.argv[1:])

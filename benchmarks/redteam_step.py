@@ -6,7 +6,7 @@ change the cost). Run it alone on the machine. Writes benchmarks/results/redteam
 
     python benchmarks/redteam_step.py [--steps 4]
 """
-import argparse, json, statistics, time
+import argparse, json, statistics, sys, time
 from pathlib import Path
 
 import torch
@@ -18,6 +18,9 @@ from tba_kit.tasks import encode_prompts, make_task
 from tba_kit.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
+
 JOBS = {'main job': 'configs/quickstart.yaml', 'red-team': 'configs/redteam.yaml'}
 
 
@@ -74,7 +77,18 @@ def main():
     a = ap.parse_args()
     if a.steps < 2: ap.error(f"--steps must be >= 2 (the first is a warm-up), got {a.steps}")
     res = {name: measure(name, config, a.steps, profile=name == 'red-team') for name, config in JOBS.items()}
-    (ROOT / 'benchmarks' / 'results' / 'redteam_step.json').write_text(json.dumps(res, indent=1) + '\n')
+    (ROOT / 'benchmarks' / 'results' / 'redteam_step.json').write_text(json.dumps({**provenance(), **res}, indent=1) + '\n')
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): a trainer step's seconds and milliseconds per token, red-team job against the main job's; the red-team step's matmul share"
+    out = [{'claim': f"{name} trainer step ({r['config']}: {r['rows']} rows, prompts of {min(r['prompt_tokens'])}-{max(r['prompt_tokens'])} tokens, "
+                     f"completions of {r['completion_tokens']}; {r['precision']}, {r['trainer_threads']} threads): seconds, ms per token",
+            'value': f"{r['step_seconds_median']:.2f} s, {r['ms_per_token']:.2f} ms"} for name in JOBS if (r := rec.get(name))]
+    if top := rec.get('red-team', {}).get('profile_top'):
+        mm = sum(e['self_cpu_ms'] for e in top if e['op'] == 'aten::mm')
+        out.append({'claim': "red-team trainer step: share of the profiled CPU time (its 15 costliest operators) in matmuls (aten::mm)", 'value': f"{mm / sum(e['self_cpu_ms'] for e in top):.0%}"})
+    return out
 
 
 if __name__ == '__main__': main()

@@ -14,6 +14,10 @@ import numpy as np
 from tba_kit.buffer import ReplayBuffer
 from tba_kit.core import Trajectory
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
+
 
 def load_samplers(path):
     if path is None: return importlib.import_module('tba_kit.samplers')
@@ -87,7 +91,16 @@ def main():
             print(f"  {who:16s} repeats a prompt in {100 * res['batches_repeating_a_prompt']:5.2f}% of batches, "
                   f"a whole group in {100 * res['batches_repeating_a_group']:5.2f}%")
     if a.out:
-        Path(a.out).write_text(json.dumps({'samplers': a.samplers or 'tba_kit.samplers', 'cases': out}, indent=1))
+        Path(a.out).write_text(json.dumps({**provenance(), 'samplers': a.samplers or 'tba_kit.samplers', 'cases': out}, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): per simulated job, the share of batches repeating a prompt or a whole group, tba_kit's sampler against the paper's get_batch"
+    who = 'tba_kit' if rec['samplers'] == 'tba_kit.samplers' else f"tba_kit ({rec['samplers']})"
+    return [{'claim': f"{name}: batches repeating a prompt, and a whole group, {who} vs the paper's get_batch (2,000 batches)",
+             'value': f"{r['tba_kit']['batches_repeating_a_prompt']:.2%}, {r['tba_kit']['batches_repeating_a_group']:.2%} vs "
+                      f"{r['paper get_batch']['batches_repeating_a_prompt']:.2%}, {r['paper get_batch']['batches_repeating_a_group']:.2%}"}
+            for name, r in rec['cases'].items()]
 
 
 if __name__ == '__main__': main()

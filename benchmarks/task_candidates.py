@@ -5,7 +5,7 @@ The learnable band: samples are often right (pass@8 high) while greedy is mostly
 
 Usage: python benchmarks/task_candidates.py [--n 200] [--samples 8] [--out benchmarks/results/task_candidates.json]
 """
-import argparse, json, platform, time
+import argparse, json, sys, time
 from pathlib import Path
 
 import torch
@@ -14,6 +14,10 @@ from tba_kit.models import fast_dtype, load_model
 from tba_kit.generation import generate_completions
 from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import ArithmeticTask, last_number, same_number
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 
 CANDIDATES = {  # name -> (reasoning-gym dataset, its arguments, problems in the family, max new tokens)
     'chain_sum 1 digit, 2 terms (the old main job)': ('chain_sum', dict(min_digits=1, max_digits=1, min_terms=2, max_terms=2), 200, 4),
@@ -78,7 +82,18 @@ def main():
         print(f"{name:48s} space {space:>8d}  greedy {r['greedy_accuracy']:6.1%}  sampled {r['sampled_accuracy']:6.1%}  "
               f"pass@{a.samples} {r[f'pass@{a.samples}']:6.1%}  top answer {r['top_greedy_answer_share']:5.1%}  "
               f"({r['greedy_seconds']:.0f} s greedy, {r['sampled_seconds']:.0f} s sampled)", flush=True)
-    if a.out: Path(a.out).write_text(json.dumps({'machine': platform.processor(), 'dtype': str(dtype), 'n': a.n, 'candidates': res}, indent=1))
+    if a.out: Path(a.out).write_text(json.dumps({**provenance(), 'dtype': str(dtype), 'n': a.n, 'candidates': res}, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): the untrained model's greedy, sampled and pass@k accuracy on the main job's task families and on the candidates with the highest pass@k"
+    cs = rec['candidates']
+    k = next(key for key in next(iter(cs.values())) if key.startswith('pass@'))
+    top = sorted(cs, key=lambda n: -cs[n][k])[:3]
+    names = [n for n in cs if 'main job' in n] + [n for n in top if 'main job' not in n]
+    return [{'claim': f"{n}: {cs[n]['problems_in_family']:,} problems in the family, up to {rec['n']} held-out{f'; among the 3 highest {k} of {len(cs)} candidates' if n in top else ''}. "
+                      f"The untrained model's ({rec['dtype'].removeprefix('torch.')}) greedy accuracy; mean accuracy of {k[5:]} samples at T 1; {k}",
+             'value': f"{cs[n]['greedy_accuracy']:.1%}; {cs[n]['sampled_accuracy']:.1%}; {cs[n][k]:.1%}"} for n in names]
 
 
 if __name__ == '__main__': main()

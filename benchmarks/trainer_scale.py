@@ -7,7 +7,7 @@ what each rank holds. Writes benchmarks/results/trainer_scale.json.
 
     python benchmarks/trainer_scale.py [--ranks 1 2] [--parallel fsdp ddp] [--steps 3] [--rows 32] [--new_tokens 4]
 """
-import argparse, json, os, socket, statistics, time
+import argparse, json, os, re, socket, statistics, sys, time
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,6 +23,9 @@ from tba_kit.tasks import encode_prompts, make_task
 from tba_kit.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
+
 KEY, NAME = {'fsdp': 'ranks_{}', 'ddp': 'ddp_ranks_{}'}, {'fsdp': 'ShardedTrainer (fsdp)', 'ddp': 'ReplicatedTrainer (ddp)'}
 
 
@@ -103,8 +106,20 @@ def main(a):
         rs = res[KEY[p].format(world)]
         per = lambda key: ' / '.join(f"{r[key]:.0f}" for r in rs)
         print(f"| {NAME[p]} | {world} | {max(r['step_seconds_median'] for r in rs):.2f} | {per('total_mb')} | {per('peak_rss_mb')} |")
-    Path(a.out).write_text(json.dumps(res, indent=1))
+    Path(a.out).write_text(json.dumps({**provenance(), **res}, indent=1))
     print(f"wrote {a.out}")
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): step seconds and training state per rank of the plain, sharded and replicated trainers on the main job's model"
+    one, setting = rec['one_process'], f"main job's model, {rec['rows']} rows, fp32, {rec['threads']} threads in all"
+    out = [{'claim': f"Trainer, 1 process ({setting}): step seconds; training state (weights + grads + AdamW); peak RSS",
+            'value': f"{one['step_seconds_median']:.2f} s; {one['total_mb']:.0f} MB; {one['peak_rss_mb']:.0f} MB"}]
+    for p, rs in [(p, rs) for p in KEY for k, rs in rec.items() if re.fullmatch(KEY[p].format(r'\d+'), k)]:
+        per = lambda k: ' / '.join(f"{r[k]:.0f}" for r in rs)
+        out.append({'claim': f"{NAME[p]}, {len(rs)} rank{'s' * (len(rs) > 1)}: step seconds (slowest rank); training state per rank; peak RSS per rank",
+                    'value': f"{max(r['step_seconds_median'] for r in rs):.2f} s; {per('total_mb')} MB; {per('peak_rss_mb')} MB"})
+    return out
 
 
 if __name__ == '__main__':

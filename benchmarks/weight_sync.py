@@ -14,7 +14,7 @@ transfer, all nodes at once); `install`, on the search's path, then copies from 
 
     python benchmarks/weight_sync.py [--repeats 7] [--threads 1] [--channels file shm ray] [--nodes 3]
 """
-import argparse, asyncio, json, statistics, time
+import argparse, asyncio, json, statistics, sys, time
 from pathlib import Path
 
 import torch
@@ -23,6 +23,10 @@ from tba_kit.models import load_model
 from tba_kit.workers import ProcessSearcher
 from tba_kit.weights import CHANNELS
 from tba_kit.tasks import PromptTask
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 
 
 async def measure(channel, model, repeats:int, searchers:list) -> dict:
@@ -84,7 +88,19 @@ async def main(repeats:int, threads:int, channels:list, nodes:int):
               f"{r['end_to_end_seconds_median']:.3f} s (medians of {repeats})" +
               (f"; fetched to all {nodes} nodes, beside their searches, in {r['fetch_seconds_median']:.3f} s" if 'fetch_seconds' in r else ''), flush=True)
     out = Path(__file__).parent / 'results' / 'weight_sync.json'
-    out.parent.mkdir(exist_ok=True); out.write_text(json.dumps(res, indent=1))
+    out.parent.mkdir(exist_ok=True); out.write_text(json.dumps({**provenance(), **res}, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): per weight channel, the seconds of a sync to the searchers: publish, install, end to end"
+    out = []
+    for name, r in rec['channels'].items():
+        where = f"{rec['nodes']} Ray nodes" if name == 'ray' and 'nodes' in rec else 'a searcher process'
+        out.append({'claim': f"weight sync, {name} channel, to {where} ({rec['model']}, {rec['bytes'] / 2**20:.0f} MB bf16, trainer {rec['trainer_threads']} thread{'s' * (rec['trainer_threads'] > 1)}): "
+                             f"end to end; publish, install (medians of {rec['repeats']})",
+                    'value': f"{r['end_to_end_seconds_median']:.3f} s; {r['publish_seconds_median']:.3f} s, {r['load_seconds_median']:.3f} s"
+                             + (f"; fetched to every node beside their searches in {r['fetch_seconds_median']:.3f} s" if 'fetch_seconds_median' in r else '')})
+    return out
 
 
 if __name__ == '__main__':

@@ -4,7 +4,7 @@ model's greedy accuracy, mean accuracy of K samples at T = 1, pass@K and mean co
 
     python benchmarks/worked_answers.py [--n 30] [--samples 8] [--max_new_tokens 48]
 """
-import argparse, json, time
+import argparse, json, sys, time
 from pathlib import Path
 
 import torch
@@ -13,6 +13,10 @@ from tba_kit.models import fast_dtype, load_model
 from tba_kit.generation import generate_completions
 from tba_kit.tasks import encode_prompts
 from tba_kit.tasks import ArithmeticTask, last_number, same_number
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import provenance  # noqa: E402
 
 VARIANTS = {  # name -> (the reply's start, the steps d)
     'step by step': ("Let's count one step at a time.", (1, 2, 3)),
@@ -43,7 +47,15 @@ def main(a):
                      'tokens_per_s': sum(lens) / sec, 'example': tok.decode(greedy[0][0][0], skip_special_tokens=True)}
         print(name, json.dumps(res[name]), flush=True)
     out = Path(__file__).parent / 'results' / 'worked_answers.json'
-    out.write_text(json.dumps({'n': a.n, 'samples': a.samples, 'max_new_tokens': a.max_new_tokens, 'searcher_dtype': str(dt), 'results': res}, indent=1))
+    out.write_text(json.dumps({**provenance(), 'n': a.n, 'samples': a.samples, 'max_new_tokens': a.max_new_tokens, 'searcher_dtype': str(dt), 'results': res}, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows (tools/make_results.py): per reply variant, the untrained model's greedy, sampled and pass@K accuracy and its completions' length"
+    k = rec['samples']
+    return [{'claim': f"reply variant '{name}', untrained model ({rec['searcher_dtype'].removeprefix('torch.')}), {rec['n']} held-out problems, <= {rec['max_new_tokens']} new tokens: "
+                      f"greedy accuracy; mean accuracy of {k} samples at T 1; pass@{k}; mean completion tokens",
+             'value': f"{r['greedy']:.1%}; {r['sampled']:.1%}; {r[f'pass@{k}']:.1%}; {r['mean_tokens']:.1f}"} for name, r in rec['results'].items()]
 
 
 if __name__ == '__main__':
