@@ -14,6 +14,7 @@ pytestmark = [pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = ROOT / 'nbs' / 'tutorials' / 'objectives_compared.ipynb'
+PLOTLY_MIME = 'application/vnd.plotly.v1+json'
 CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
                   '--disable-component-update', '--disable-sync', '--virtual-time-budget=30000']
 
@@ -91,3 +92,31 @@ def test_notebooks_show_their_saved_results_in_a_browser(tmp_path):
         plots = drawn_plots(dom)
         assert len(plots) == figures and all(t > 0 and n > 0 for t, n in plots), f'{page.name}: {plots} drawn, {figures} figures saved'
     if browser is None: pytest.skip('chromium is not installed (apt-get install chromium); the pages were rendered')
+
+
+@pytest.mark.slow
+def test_the_documentation_site_renders_with_navigation_figures_and_api_docs(tmp_path):
+    "tools/make_docs.py: every notebook is a page; in Chromium the pages render, every link of the navigation resolves, saved figures are drawn, and the API shows as show_doc signatures, not as `#| export` cells"
+    import json, sys; sys.path.insert(0, str(ROOT / 'tools'))
+    import make_docs
+    site = make_docs.build()
+    notebooks = sorted(p.relative_to(ROOT / 'nbs').with_suffix('.html') for p in (ROOT / 'nbs').rglob('*.ipynb') if '.ipynb_checkpoints' not in p.parts)
+    assert all((site / p).exists() for p in notebooks), [p for p in notebooks if not (site / p).exists()]
+    for page in (make_docs.PAGES / p.with_suffix('.ipynb') for p in notebooks):  # what the pages were made from
+        nb = json.loads(page.read_text())
+        assert not any(l.startswith('#|') for c in nb['cells'] for l in ''.join(c['source']).splitlines()), f'{page.name}: nbdev directives left'
+        assert '/tmp/' not in json.dumps([c.get('outputs', []) for c in nb['cells']]), f'{page.name}: a temporary folder in its outputs'
+    browser = chromium()
+    if browser is None: pytest.skip('chromium is not installed (apt-get install chromium); the site was built')
+    dom = browse(browser, site / 'index.html', tmp_path, '--dump-dom').stdout
+    assert 'Bring your own' in dom, 'the home page is not the README guide'
+    links = set(re.findall(r'<a [^>]*class="md-nav__link[^"]*"[^>]*href="([^"#]+)"', dom)) | set(re.findall(r'<a [^>]*href="([^"#]+)"[^>]*class="md-nav__link', dom))
+    assert len(links) >= len(notebooks) - 1, f'{len(links)} links in the navigation for {len(notebooks)} pages'
+    assert all((site / l).resolve().exists() for l in links if '://' not in l), [l for l in links if '://' not in l and not (site / l).resolve().exists()]
+    core = browse(browser, site / '00_core.html', tmp_path, '--dump-dom').stdout
+    assert 'Trajectory' in core and '#| export' not in core and 'show_doc(' not in core and '{target=' not in core, 'the API of 00_core is not shown as show_doc renders it'
+    for name in SAVED:  # notebooks whose lessons are figures: drawn on their pages as in the notebook's own page
+        saved = nbformat.read(ROOT / 'nbs' / name, as_version=4)
+        figures = sum(PLOTLY_MIME in o.get('data', {}) for c in saved.cells if c.cell_type == 'code' for o in c.outputs)
+        plots = drawn_plots(browse(browser, site / Path(name).with_suffix('.html'), tmp_path, '--dump-dom').stdout)
+        assert len(plots) == figures and all(t > 0 and n > 0 for t, n in plots), f'{name}: {plots} drawn, {figures} figures saved'
