@@ -4,7 +4,7 @@ problem at every evaluation, intervals over problems and seeds, time to reach an
 arms of a comparison see one job and are evaluated on the same problems; a run whose training reward rose while its
 held-out accuracy did not is a harness failure), provenance, and an SVG of accuracy against minutes (median over
 seeds and the band of their range)."""
-import hashlib, json, shutil, statistics, subprocess, sys, time
+import hashlib, json, shlex, shutil, statistics, subprocess, sys, time
 from pathlib import Path
 
 import numpy as np
@@ -187,7 +187,7 @@ def provenance(argv:list|None=None) -> dict:
         import torch
         gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     except ImportError: gpu = None
-    return {'command': ' '.join(['python', *(argv if argv is not None else sys.argv)]), 'commit': git('rev-parse', 'HEAD'),
+    return {'command': shlex.join(['python', *(argv if argv is not None else sys.argv)]), 'commit': git('rev-parse', 'HEAD'),  # the command quoted: it runs again as written
             'dirty': bool(git('status', '--porcelain', '--untracked-files=no')),
             'machine': {'cpu': cpu, 'cores': os.cpu_count(), 'isa': [f for f in ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16') if f in flags], 'gpu': gpu},
             'versions': {p: version(p) for p in ('torch', 'transformers', 'trl', 'tba_kit')},
@@ -210,7 +210,8 @@ def system_claims(rec:dict, what:str='held-out accuracy') -> list:
             out.append({'claim': f"{s}: training time to {res['reference']}'s median final, as a share of {res['reference']}'s",
                         'value': f"{r['ratio_to_trl_time']:.2f}x"})
     for s, r in (res.get('at_steps') or {}).get('30', {}).items():
-        out.append({'claim': f"{s}: {what} at step 30", 'value': interval(r)})
+        n = len(r['per_seed'])
+        out.append({'claim': f"{s}: {what} at step 30 ({n} seed{'s' * (n > 1)})", 'value': interval(r)})
     return out
 
 

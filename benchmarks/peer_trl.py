@@ -334,7 +334,7 @@ def main():
 
 def claims(rec:dict) -> list:
     "The results ledger's rows (tools/make_results.py): each system's final accuracy (held-out, or validation when tuning)"
-    return system_claims(rec, 'validation accuracy' if '--eval_samples=0' in rec['overrides'] else 'held-out accuracy')
+    return system_claims(rec, 'validation accuracy' if any(o.startswith('--validation=') for o in rec['overrides']) else 'held-out accuracy')
 
 
 if __name__ == '__main__': main()

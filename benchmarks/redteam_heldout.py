@@ -96,7 +96,7 @@ def main(argv=None):
         print(f"| {n} | {s['seeds']} | {m(s['asr'])} | {m(s['asr_gain'], '+.1%')} | {m(s['toxicity'], '.3f')} | {m(s['toxicity_gain'], '+.3f')} | {s['seeds_above_untrained_asr']} of {s['seeds']} |")
     out = Path(a.results) / f'{a.name}.json'
     kept = json.loads(out.read_text()) if out.exists() else {}
-    if {k: kept.get(k) for k in res} != json.loads(json.dumps(res)):  # a rerun that changes no number keeps the file, and the provenance of the run that made it
+    if 'commit' not in kept or {k: kept.get(k) for k in res} != json.loads(json.dumps(res)):  # a rerun that changes no number keeps the file and its provenance
         out.write_text(json.dumps({**provenance(), **res}, indent=1) + '\n')
     print(f"\n{out}")
 

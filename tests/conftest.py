@@ -2,21 +2,30 @@
 import os
 from pathlib import Path
 
+import pytest
+
 
 # the slow tier: what trains a real model, spawns processes, starts Ray, opens a browser or needs vLLM (markers that
 # pyproject.toml registers). `python -m pytest` runs the rest, the fast tier; `--tier=slow` the slow tier alone;
-# `--tier=all` both. With `-m EXPR`, EXPR alone chooses.
+# `--tier=all` both. Tests named on the command line (a file, a node id) run whatever their tier; `-m EXPR` chooses alone.
 TIERS = ('slow', 'process', 'cluster', 'browser', 'vllm')
 
 
 def pytest_addoption(parser):
     parser.addoption("--flags", default="", help="space-separated nbdev test flags to run (e.g. 'slow'); cells flagged "
                                                  "with the others in tst_flags are skipped")
-    parser.addoption("--tier", default="fast", choices=("fast", "slow", "all"),
-                     help="fast (the default): leave out tests marked " + ", ".join(TIERS) + "; slow: only those; all: both")
+    parser.addoption("--tier", default=None, choices=("fast", "slow", "all"),
+                     help="fast (the default): leave out tests marked " + ", ".join(TIERS) + "; slow: only those; all: both "
+                          "(the default is all when tests are named on the command line)")
 
 
-def tier(config) -> str: return 'all' if config.getoption('markexpr') else config.getoption('--tier')
+def tier(config) -> str:
+    given = config.getoption('--tier')
+    if config.getoption('markexpr'):
+        if given: raise pytest.UsageError("give either --tier or -m, not both: -m EXPR chooses the tests by marker itself")
+        return 'all'
+    if given: return given
+    return 'fast' if config.args_source != pytest.Config.ArgsSource.ARGS else 'all'  # no tests named: the fast tier
 
 
 def pytest_collection_modifyitems(config, items):

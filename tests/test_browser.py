@@ -14,7 +14,6 @@ pytestmark = [pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = ROOT / 'nbs' / 'tutorials' / 'objectives_compared.ipynb'
-PLOTLY_MIME = 'application/vnd.plotly.v1+json'
 CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
                   '--disable-component-update', '--disable-sync', '--virtual-time-budget=30000']
 
@@ -99,6 +98,7 @@ def test_the_documentation_site_renders_with_navigation_figures_and_api_docs(tmp
     "tools/make_docs.py: every notebook is a page; in Chromium the pages render, every link of the navigation resolves, saved figures are drawn, and the API shows as show_doc signatures, not as `#| export` cells"
     import json, sys; sys.path.insert(0, str(ROOT / 'tools'))
     import make_docs
+    from render_notebooks import PLOTLY
     site = make_docs.build()
     notebooks = sorted(p.relative_to(ROOT / 'nbs').with_suffix('.html') for p in (ROOT / 'nbs').rglob('*.ipynb') if '.ipynb_checkpoints' not in p.parts)
     assert all((site / p).exists() for p in notebooks), [p for p in notebooks if not (site / p).exists()]
@@ -113,10 +113,15 @@ def test_the_documentation_site_renders_with_navigation_figures_and_api_docs(tmp
     links = set(re.findall(r'<a [^>]*class="md-nav__link[^"]*"[^>]*href="([^"#]+)"', dom)) | set(re.findall(r'<a [^>]*href="([^"#]+)"[^>]*class="md-nav__link', dom))
     assert len(links) >= len(notebooks) - 1, f'{len(links)} links in the navigation for {len(notebooks)} pages'
     assert all((site / l).resolve().exists() for l in links if '://' not in l), [l for l in links if '://' not in l and not (site / l).resolve().exists()]
+    assert '| measured |' not in dom and 'the ledger' in dom and dom.count('<tr>') > 5, "the home page lacks the README's headline table"
+    for page in site.rglob('*.html'):  # every link and image of every page, not only the navigation, reaches a file of the site
+        targets = re.findall(r'(?:href|src)="([^"#?]+)', page.read_text())
+        broken = [t for t in targets if not re.match(r'[a-z]+:|//', t) and not (page.parent / t).resolve().exists()]
+        assert not broken, f'{page.relative_to(site)}: {broken[:5]}'
     core = browse(browser, site / '00_core.html', tmp_path, '--dump-dom').stdout
     assert 'Trajectory' in core and '#| export' not in core and 'show_doc(' not in core and '{target=' not in core, 'the API of 00_core is not shown as show_doc renders it'
     for name in SAVED:  # notebooks whose lessons are figures: drawn on their pages as in the notebook's own page
         saved = nbformat.read(ROOT / 'nbs' / name, as_version=4)
-        figures = sum(PLOTLY_MIME in o.get('data', {}) for c in saved.cells if c.cell_type == 'code' for o in c.outputs)
+        figures = sum(PLOTLY in o.get('data', {}) for c in saved.cells if c.cell_type == 'code' for o in c.outputs)
         plots = drawn_plots(browse(browser, site / Path(name).with_suffix('.html'), tmp_path, '--dump-dom').stdout)
         assert len(plots) == figures and all(t > 0 and n > 0 for t, n in plots), f'{name}: {plots} drawn, {figures} figures saved'

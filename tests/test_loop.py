@@ -43,7 +43,7 @@ def children() -> set:
     return live_children(lambda cmd: b'spawn_main' in cmd)
 
 
-@pytest.mark.parametrize('placement', ['inline', 'process'])
+@pytest.mark.parametrize('placement', ['inline', pytest.param('process', marks=pytest.mark.process)])
 def test_resume_continues_exactly(tmp_path, placement):
     """4 steps straight == 2 steps, then --resume for 2 more (sync mode: deterministic given the restored RNG states; a searcher
     process seeds each search from its count of searches, which the checkpoint keeps)"""

@@ -13,9 +13,11 @@ import argparse, ast, json, os, re, shutil, subprocess, sys, uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'tools'))
+from make_readme import MARK, headline  # noqa: E402  the README's table of numbers from the ledger
+from render_notebooks import PLOTLY  # noqa: E402
 SRC, DOCS, SITE = ROOT / 'nbs', ROOT / '_docs', ROOT / '_site'
 PAGES = DOCS / 'pages'  # the processed notebooks; mkdocs.yml sits beside this folder
-PLOTLY = 'application/vnd.plotly.v1+json'
 SKIP = {'add_links', 'ai_magics'}  # links into a Quarto site; AI prompt cells (none here)
 
 
@@ -99,10 +101,37 @@ def process(nb_path: Path, dest: Path) -> int:
     dest.parent.mkdir(parents=True, exist_ok=True)
     write_nb(nb, dest)
     raw = json.loads(dest.read_text())
+    for c in raw['cells']:  # the README's headline table, and links that work on the site
+        if c['cell_type'] != 'markdown': continue
+        text = '\n'.join(headline() if l.startswith(MARK) else l for l in ''.join(c['source']).splitlines())
+        c['source'] = site_links(text, ROOT / 'README.md' if nb_path == SRC / 'index.ipynb' else nb_path, dest)  # index.ipynb is written as the README
     done = [finish(c) for c in raw['cells']]
     raw['cells'] = [c for c, _ in done if ''.join(c['source']).strip() or c.get('outputs')]
     dest.write_text(json.dumps(raw, indent=1))
     return sum(n for _, n in done)
+
+
+REPO = 'https://github.com/tba-kit/tba_kit/blob/main'  # pyproject.toml's Repository: files that are not pages
+EXTRA_PAGES = {'benchmarks/RESULTS.md': 'Results ledger', 'CONTRIBUTING.md': 'Contributing'}  # Markdown files of the repository shown as pages
+LINK = re.compile(r'(\]\()([^)\s]+)(\))')
+
+
+def site_link(target: str, origin: Path, page: Path) -> str:
+    "A link of the file at `origin` (in the repository), as the page at `page` (in PAGES) must write it"
+    if re.match(r'[a-z]+:|#', target): return target  # a URL or an anchor
+    path, _, anchor = target.partition('#')
+    repo = (origin.parent / path).resolve().relative_to(ROOT).as_posix()
+    if repo.startswith('nbs/') and repo.endswith('.ipynb'): dest = PAGES / repo[4:].replace('.ipynb', '.html')
+    elif repo in EXTRA_PAGES: dest = PAGES / Path(repo).with_suffix('.html').name
+    elif repo.endswith(('.svg', '.png')):
+        dest = PAGES / 'assets' / Path(repo).name
+        dest.parent.mkdir(parents=True, exist_ok=True); shutil.copy(ROOT / repo, dest)
+    else: return f"{REPO}/{repo}" + (f"#{anchor}" if anchor else '')
+    return os.path.relpath(dest, page.parent) + (f"#{anchor}" if anchor else '')
+
+
+def site_links(text: str, origin: Path, page: Path) -> str:
+    return LINK.sub(lambda m: m.group(1) + site_link(m.group(2), origin, page) + m.group(3), text)
 
 
 NAV_HEAD = ['index.ipynb', 'tutorials/quickstart.ipynb', 'tutorials/tour.ipynb', 'tutorials/bring_your_own_task.ipynb']
@@ -115,7 +144,8 @@ def nav(pages: list) -> list:
     modules = [r for r in rel if '/' not in r and r not in NAV_HEAD]
     title = lambda r: ''.join(json.loads((PAGES / r).read_text())['cells'][0]['source']).splitlines()[0].lstrip('# ').strip()
     return ([{title(r): r} for r in NAV_HEAD if r in rel] + [{'Tutorials': [{title(r): r} for r in tutorials]}]
-            + [{'Modules': [{f"{r.split('_')[0]} {title(r)}": r} for r in modules]}])
+            + [{'Modules': [{f"{r.split('_')[0]} {title(r)}": r} for r in modules]}]
+            + [{name: Path(f).name} for f, name in EXTRA_PAGES.items()])
 
 
 def write_config(pages: list) -> Path:
@@ -136,6 +166,7 @@ def build(serve: bool = False) -> Path:
     shutil.rmtree(DOCS, ignore_errors=True); shutil.rmtree(SITE, ignore_errors=True)
     pages = sorted(p for p in SRC.rglob('*.ipynb') if '.ipynb_checkpoints' not in p.parts)
     figures = sum(process(p, PAGES / p.relative_to(SRC)) for p in pages)
+    for f in EXTRA_PAGES: (PAGES / Path(f).name).write_text(site_links((ROOT / f).read_text(), ROOT / f, PAGES / Path(f).name))
     (PAGES / 'assets').mkdir(exist_ok=True)
     shutil.copy(Path(plotly.__file__).parent / 'package_data' / 'plotly.min.js', PAGES / 'assets' / 'plotly.min.js')
     cfg = write_config(pages)

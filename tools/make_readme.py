@@ -7,26 +7,29 @@ import json, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'tools'))  # make_results, the ledger
 MARK = '<!-- headline results'  # the line of nbs/index.ipynb that the table replaces
 # the README's headline table: (results file, the start of a claim in benchmarks/RESULTS.md, how the README names it)
 HEADLINE = [
     ('roofline.json', "TRL's training pass", "Trainer step on the main job's batch (s): TRL's `GRPOTrainer` training pass vs tba_kit's"),
     ('roofline.json', 'trainer step with the shared prompt pass', "tba_kit's trainer step (s): one prompt pass per group vs one per completion"),
-    ('per_step.json', 'trl_dapo: held-out accuracy at step 30', 'Held-out accuracy at step 30 (2 seeds): TRL `GRPOTrainer`, dapo loss, on-policy'),
-    ('per_step.json', 'sync_dapo: held-out accuracy at step 30', 'Held-out accuracy at step 30 (2 seeds): tba_kit sync, the same loss'),
-    ('per_step.json', 'async_vargrad: held-out accuracy at step 30', 'Held-out accuracy at step 30 (2 seeds): tba_kit async, VarGrad (the main job at a constant lr)'),
+    ('per_step.json', 'trl_dapo: held-out accuracy at step 30', 'Held-out accuracy at step 30: TRL `GRPOTrainer`, dapo loss, on-policy'),
+    ('per_step.json', 'sync_dapo: held-out accuracy at step 30', 'Held-out accuracy at step 30: tba_kit sync, the same loss'),
+    ('per_step.json', 'async_vargrad: held-out accuracy at step 30', 'Held-out accuracy at step 30: tba_kit async, VarGrad (the main job at a constant lr)'),
+    ('per_step.json', 'trl_dapo: final held-out accuracy', 'Held-out accuracy at step 40: TRL `GRPOTrainer`, dapo loss'),
+    ('per_step.json', 'sync_dapo: final held-out accuracy', 'Held-out accuracy at step 40: tba_kit sync, the same loss'),
+    ('per_step.json', 'async_vargrad: final held-out accuracy', 'Held-out accuracy at step 40: tba_kit async, VarGrad'),
 ]
 
 
 def headline() -> str:
     "The headline table, each number a row of the results ledger (tools/make_results.py)"
-    sys.path.insert(0, str(ROOT / 'tools'))
     from make_results import rows
-    ledger, out = rows(), ['| measured | number | ledger row |', '|---|---|---|']
+    ledger, out = rows(), ['| measured | number | the ledger\'s row (its file, and the commit of the code) |', '|---|---|---|']
     for file, start, label in HEADLINE:
         found = [r for r in ledger if r['file'] == file and r['claim'].startswith(start)]
         if len(found) != 1: sys.exit(f"the README's headline {label!r} matches {len(found)} rows of benchmarks/RESULTS.md ({file}: {start!r}), not one")
-        out.append(f"| {label} | {found[0]['value']} | [{file}](benchmarks/RESULTS.md) @ {found[0]['commit']} |")
+        out.append(f"| {label} | {found[0]['value']} | {found[0]['claim']} ([{file}](benchmarks/RESULTS.md), {found[0]['commit']}) |")
     return '\n'.join(out)
 
 

@@ -5,11 +5,12 @@ versions, date). Each traced file gives one row per claim, made by the `claims(r
 command ran. The files without provenance are listed as such: no number in them is a traced claim until the script is
 rerun. `--check` fails if RESULTS.md differs from what would be written (CI runs it, as for the README).
 """
-import importlib.util, json, re, sys
+import collections, functools, importlib.util, json, re, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS, LEDGER = ROOT / 'benchmarks' / 'results', ROOT / 'benchmarks' / 'RESULTS.md'
+sys.path.insert(0, str(ROOT / 'benchmarks'))  # the scripts import their helpers (evidence.py) from there
 
 
 def provenance_of(rec) -> dict | None:
@@ -24,13 +25,26 @@ def script_of(command: str) -> Path:
     return ROOT / 'benchmarks' / f'{m.group(1)}.py'
 
 
-def claims_of(script: Path, rec: dict) -> list:
-    "The rows `script`'s `claims(record)` makes of a record it wrote"
-    sys.path.insert(0, str(script.parent))
+@functools.cache
+def script_module(script: Path):
     spec = importlib.util.spec_from_file_location(f'ledger_{script.stem}', script)
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     if not hasattr(mod, 'claims'): raise ValueError(f"{script.relative_to(ROOT)} wrote a traced result but has no claims(record) for the ledger")
-    return mod.claims(rec)
+    return mod
+
+
+def claims_of(script: Path, rec: dict) -> list:
+    "The rows `script`'s `claims(record)` makes of a record it wrote"
+    return script_module(script).claims(rec)
+
+
+def commit_of(rec: dict) -> str:
+    "The code a result's numbers came from: the commit of its runs where it kept their records (a --report names its own), else its own"
+    made = lambda r: r['commit'][:7] + (' +changes' if r.get('dirty') else '')
+    runs = [ROOT / f for fs in (rec.get('runs') or {}).values() if isinstance(fs, list) for f in fs if isinstance(f, str) and f.endswith('.json')]
+    kept = [json.loads(f.read_text()) for f in runs if f.exists()]
+    if not kept or not all('commit' in r for r in kept): return made(rec)
+    return ', '.join(f"{c} ({n} run{'s' * (n > 1)})" for c, n in collections.Counter(map(made, kept)).most_common())
 
 
 def machine(m: dict) -> str:
@@ -51,7 +65,7 @@ def results() -> tuple:
 
 def rows() -> list:
     "Every traced claim: {'file', 'claim', 'value', 'commit'}"
-    return [{'file': f.name, 'commit': rec['commit'][:7], **c} for f, rec in results()[0] for c in claims_of(script_of(rec['command']), rec)]
+    return [{'file': f.name, 'commit': commit_of(rec), **c} for f, rec in results()[0] for c in claims_of(script_of(rec['command']), rec)]
 
 
 def render() -> str:
@@ -59,14 +73,14 @@ def render() -> str:
     out = ["<!-- generated from benchmarks/results/ by tools/make_results.py: edit the results or the scripts' claims(), not this file -->",
            '', '# Results ledger', '',
            "Every number tba_kit reports, and where it came from. Each traced results file below names the command that made "
-           "it, the git commit the code was at (`+changes`: the tree had uncommitted changes), the machine and the date; its "
+           "it, the git commit of the code that made its numbers (its runs' commits where it kept their records; `+changes`: the "
+           "tree had uncommitted changes), the machine and the date; its "
            "rows are its claims, each with its number (a median with its 95% interval over seeds and problems where there is "
            "one). The README's numbers come from these rows.", '',
            f'## Traced results ({len(traced)} files)']
     for f, rec in traced:
-        commit = rec['commit'][:7] + (' +changes' if rec.get('dirty') else '')
         out += ['', f"### [{f.name}](results/{f.name})", '', f"`{rec['command']}`", '',
-                f"commit {commit} · {machine(rec['machine'])} · torch {rec['versions'].get('torch')}, transformers "
+                f"commit {commit_of(rec)} · {machine(rec['machine'])} · torch {rec['versions'].get('torch')}, transformers "
                 f"{rec['versions'].get('transformers')}, TRL {rec['versions'].get('trl')} · {rec['date'][:10]}", '',
                 '| claim | number |', '|---|---|']
         out += [f"| {cell(c['claim'])} | {cell(c['value'])} |" for c in claims_of(script_of(rec['command']), rec)]
