@@ -116,7 +116,7 @@ def test_the_documentation_site_renders_with_navigation_figures_and_api_docs(tmp
     assert '| measured |' not in dom and 'the ledger' in dom and dom.count('<tr>') > 5, "the home page lacks the README's headline table"
     for page in site.rglob('*.html'):  # every link and image of every page, not only the navigation, reaches a file of the site
         targets = re.findall(r'(?:href|src)="([^"#?]+)', page.read_text())
-        broken = [t for t in targets if not re.match(r'[a-z]+:|//', t) and not (page.parent / t).resolve().exists()]
+        broken = [t for t in targets if not re.match(r'[a-z]+:|//', t) and not (site / t[1:] if t.startswith('/') else page.parent / t).resolve().exists()]
         assert not broken, f'{page.relative_to(site)}: {broken[:5]}'
     core = browse(browser, site / '00_core.html', tmp_path, '--dump-dom').stdout
     assert 'Trajectory' in core and '#| export' not in core and 'show_doc(' not in core and '{target=' not in core, 'the API of 00_core is not shown as show_doc renders it'
