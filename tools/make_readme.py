@@ -48,14 +48,8 @@ def render(nb_path: Path) -> str:
 
 
 def main():
-    text, readme = render(ROOT / 'nbs' / 'index.ipynb'), ROOT / 'README.md'
-    if '--check' in sys.argv:
-        if not readme.exists() or readme.read_text() != text:
-            sys.exit("README.md is out of date with nbs/index.ipynb: run `python tools/make_readme.py` and commit")
-        print('README.md is up to date')
-    else:
-        readme.write_text(text)
-        print(f'wrote {readme}')
+    from make_results import write_or_check
+    write_or_check(ROOT / 'README.md', render(ROOT / 'nbs' / 'index.ipynb'), 'nbs/index.ipynb', 'tools/make_readme.py')
 
 
 if __name__ == '__main__':

@@ -96,15 +96,18 @@ def render() -> str:
     return '\n'.join(out) + '\n'
 
 
-def main():
-    text = render()
+def write_or_check(path: Path, text: str, source: str, tool: str):
+    "Write `text` to `path`, or with --check fail if `path` differs from it (CI)"
     if '--check' in sys.argv:
-        if not LEDGER.exists() or LEDGER.read_text() != text:
-            sys.exit("benchmarks/RESULTS.md is out of date with benchmarks/results/: run `python tools/make_results.py` and commit")
-        print('benchmarks/RESULTS.md is up to date')
+        if not path.exists() or path.read_text() != text:
+            sys.exit(f"{path.relative_to(ROOT)} is out of date with {source}: run `python {tool}` and commit")
+        print(f'{path.relative_to(ROOT)} is up to date')
     else:
-        LEDGER.write_text(text)
-        print(f'wrote {LEDGER}')
+        path.write_text(text)
+        print(f'wrote {path}')
+
+
+def main(): write_or_check(LEDGER, render(), 'benchmarks/results/', 'tools/make_results.py')
 
 
 if __name__ == '__main__':
