@@ -31,9 +31,9 @@ def tier(config) -> str:
 def pytest_collection_modifyitems(config, items):
     "Keep the tier asked for; the others are reported as deselected"
     if (t := tier(config)) == 'all': return
-    out = [i for i in items if any(i.get_closest_marker(m) for m in TIERS) != (t == 'slow')]
-    if out: config.hook.pytest_deselected(items=out)
-    items[:] = [i for i in items if i not in out]
+    keep = {i: any(i.get_closest_marker(m) for m in TIERS) == (t == 'slow') for i in items}
+    if out := [i for i in items if not keep[i]]: config.hook.pytest_deselected(items=out)
+    items[:] = [i for i in items if keep[i]]
 
 
 def pytest_report_header(config):

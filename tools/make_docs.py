@@ -9,7 +9,7 @@ by their `show_doc` signature and docs), except that only the exported cells and
 cells keep the outputs saved in the notebook; nothing else executes). Plotly figures saved as their JSON are drawn by
 plotly.js, which the site carries. mkdocs-material with mkdocs-jupyter renders the pages, with navigation and search.
 """
-import argparse, ast, json, os, re, shutil, subprocess, sys, uuid
+import argparse, ast, functools, json, os, re, shutil, subprocess, sys, uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +30,7 @@ def runs_for_docs(cell) -> bool:
     return bool(trees) and all(isinstance(t, ast.Expr) and getattr(getattr(t.value, 'func', None), 'id', None) == 'show_doc' for t in trees)
 
 
+@functools.cache
 def processors() -> list:
     "nbdev's docs processors, with execution limited to `runs_for_docs`"
     from nbdev.processors import FilterDefaults, exec_show_docs
