@@ -28,8 +28,16 @@ def tier(config) -> str:
     return 'fast' if config.args_source != pytest.Config.ArgsSource.ARGS else 'all'  # no tests named: the fast tier
 
 
+def pytest_configure(config):
+    "Resolve the tier once, in the process that reads the command line: pytest-xdist's workers receive its options"
+    if not hasattr(config, 'workerinput') and not config.getoption('markexpr'): config.option.tier = tier(config)
+
+
 def pytest_collection_modifyitems(config, items):
-    "Keep the tier asked for; the others are reported as deselected"
+    "Keep the tier asked for (the others are reported as deselected); under pytest-xdist, tests that start Ray share one worker"
+    if config.pluginmanager.hasplugin('xdist'):  # `-n 2 --dist loadgroup`: two local Ray clusters at once would contend for ports
+        for i in items:
+            if i.get_closest_marker('cluster'): i.add_marker(pytest.mark.xdist_group('ray'))
     if (t := tier(config)) == 'all': return
     keep = {i: any(i.get_closest_marker(m) for m in TIERS) == (t == 'slow') for i in items}
     if out := [i for i in items if not keep[i]]: config.hook.pytest_deselected(items=out)

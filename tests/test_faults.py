@@ -271,8 +271,13 @@ def _suite_env(tmp_path, fault='ok') -> dict:
 def _cli(out, *args, tmp_path, fault='ok', resume=False):
     "Start `tba train` on the faulty task (a fresh run, or a resume of `out`)"
     head = ['--resume', str(out)] if resume else [*TINY_CLI, '--task=faulty_task:make', f'--out_dir={out}']
-    return subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *head, f'--steps={TARGET}', '--checkpoint_every=4', *args],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_suite_env(tmp_path, fault))
+    p = subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *head, f'--steps={TARGET}', '--checkpoint_every=4', *args],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_suite_env(tmp_path, fault))
+    STARTED.append(p.pid)
+    return p
+
+
+STARTED = []  # the pids of the runs _cli started: their weight snapshots on /dev/shm are theirs (other tests may run beside, under pytest-xdist)
 
 
 def _worker_of(pid:int) -> int:
@@ -371,7 +376,7 @@ def test_fault_injection_suite(tmp_path, capsys):
         inject(out)
         assert steps_of(out) == list(range(1, TARGET + 1)), steps_of(out)  # every step once, in order: none lost, none twice
         assert find_checkpoint(out).name == f'step_{TARGET:06d}'
-        left = [d for d in Path('/dev/shm').glob('tba_kit-weights-*-*') if not pid_alive(int(d.name.split('-')[2]))]
+        left = [d for d in Path('/dev/shm').glob('tba_kit-weights-*-*') if int(d.name.split('-')[2]) in STARTED and not pid_alive(int(d.name.split('-')[2]))]
         assert not left, left  # weight snapshots: removed on exit, or (after a SIGKILL) by the next run
     with capsys.disabled():
         print(f"\nfault injection (seed {seed}): faults survived {len(results)} of {len(chosen)} injected; "

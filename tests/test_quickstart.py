@@ -30,8 +30,11 @@ def test_quickstart_async_steps_on_smollm2_choose_fp32_without_native_bf16(tmp_p
     rows = [json.loads(l) for l in open(tmp_path / 'metrics.jsonl')]
     steps = [r for r in rows if 'train/step' in r]
     assert [r['train/step'] for r in steps] == [1, 2, 3]
-    trained = [(r['sync/seconds'], r['loss/tb'], r['train/grad_norm']) for r in steps]
-    assert all(s > 0 and math.isfinite(l) and math.isfinite(g) for s, l, g in trained) and any(g > 0 for _, _, g in trained), trained  # the weights moved
+    trained = [(r['sync/seconds'], r['loss/tb'], r['train/grad_norm'], r['sample/reward_mean']) for r in steps]
+    assert all(s > 0 and math.isfinite(l) and math.isfinite(g) for s, l, g, _ in trained), trained
+    # the weights moved in every step whose batch held a correct answer (the untrained model is right ~4% of the time, so a
+    # short run under load may sample none: then VarGrad has no gradient, since the policy is still its reference)
+    assert all(g > 0 for _, _, g, reward in trained if reward > 0), trained
     assert any(r.get('search/tokens_per_s', 0) > 0 for r in steps)
     assert (tmp_path / 'checkpoints' / 'step_000003' / 'policy.safetensors').exists()
     assert len((tmp_path / 'evals' / 'step_000003.jsonl').read_text().splitlines()) == 16  # the greedy answers, to look at
