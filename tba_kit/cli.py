@@ -116,7 +116,7 @@ def evaluate_target(target:str, limit:int|None=None,
 # %% ../nbs/11_cli.ipynb #9b7bd6b3
 def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:str|None) -> dict:
     "The evaluation of `tba eval`: the config's policy (with the checkpoint's `weights`, which must be finite) on its held-out problems"
-    from tba_kit.build import make_policy
+    from tba_kit.parts import make_policy
     from tba_kit.evaluation import evaluate
     from tba_kit.tasks import ValidationSplit, make_task
     import torch

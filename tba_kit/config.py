@@ -11,10 +11,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from fastcore.basics import patch
-if typing.TYPE_CHECKING: from tba_kit.searchers import Anneal  # for the annotation only: searchers import torch
 
 # %% auto #0
-__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given', 'build_component']
+__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given']
 
 # %% ../nbs/09_config.ipynb #6a6367b8
 LOGGERS = ('tensorboard', 'wandb')
@@ -151,12 +150,6 @@ class Config(SearchFields):
         return self.temperature if self.logprob_temperature is None else self.logprob_temperature
 
     @property
-    def sampling_temperature(self) -> float|Anneal:
-        "What searchers sample at: `temperature`, or an `Anneal` from it to temperature_final"
-        from tba_kit.searchers import Anneal  # torch: not at import
-        return self.temperature if self.temperature_final is None else Anneal(self.temperature, self.temperature_final, self.temperature_steps)
-
-    @property
     def placement_name(self) -> str:
         "The placement in effect: `placement`, 'auto' read as process for hf and inline for vllm (its engine has its own process)"
         return ('inline' if self.engine == 'vllm' else 'process') if self.placement == 'auto' else self.placement
@@ -172,16 +165,6 @@ def validate(self:Config):
     for f in fields(self): _check_type(f.name, getattr(self, f.name), _hints()[f.name])
     _need(0 <= self.seed < 2 ** 32, 'seed', f"must be in 0..2**32 - 1 (numpy's seeds), got {self.seed}")  # before the components that take it
     _need(self.mode in ('async', 'sync'), 'mode', f"must be 'async' or 'sync', got {self.mode!r}")
-    from tba_kit.searchers import PLACEMENTS, engine_arguments, engine_class
-    from tba_kit.weights import CHANNELS
-    engine = _checked('engine', lambda: engine_class(self.engine))
-    _checked('engine_args', lambda: engine_arguments(engine, self.engine_args))
-    place = _checked('placement', lambda: PLACEMENTS.get(self.placement_name))()
-    place.check(self)  # the engines it places, the settings and weight channel it needs
-    if self.weight_channel != 'auto': _checked('weight_channel', lambda: CHANNELS.get(self.weight_channel))
-    for other in PLACEMENTS:  # a setting of another placement would be ignored silently
-        for name in set(PLACEMENTS.get(other).fields) - set(place.fields):
-            _need(getattr(self, name) == _default(name), name, f"only applies with placement: {other} (placement is {self.placement_name!r}): set placement: {other}, or drop it")
     if self.engine == 'vllm':
         _need(self.model != 'tiny', 'model', "vLLM serves a model folder: save the tiny model with save_pretrained and pass the folder")
         _need(self.vllm_kv_cache_gib > 0, 'vllm_kv_cache_gib', f"must be > 0, got {self.vllm_kv_cache_gib}")
@@ -197,15 +180,9 @@ def validate(self:Config):
     _need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}: beta is the KL coefficient of TB's target pi_ref * exp(r / beta) "
           "(and tba_prime's). For the GRPO family, TRL's beta is kl_coef here (default 0: no KL); leave beta alone")
     _need(self.gamma > 0, 'gamma', f"must be > 0, got {self.gamma}")
-    from tba_kit.objectives import IS_MODES, OBJECTIVES  # the registries: names of built-in components, or 'module:Name'
     _need(self.kl_in in ('reward', 'loss'), 'kl_in', f"must be 'reward' or 'loss', got {self.kl_in!r}")
-    _need(self.is_correction in IS_MODES, 'is_correction', f"must be one of {IS_MODES}, got {self.is_correction!r}")
     _need(self.is_cap > 0, 'is_cap', f"must be > 0, got {self.is_cap}")
     _need(self.ppo_clip_high is None or self.ppo_clip_high > 0, 'ppo_clip_high', f"must be > 0 or null, got {self.ppo_clip_high}")
-    from tba_kit.samplers import FILLS, SAMPLERS
-    _need(self.recent_fill in FILLS, 'recent_fill', f"must be one of {FILLS}, got {self.recent_fill!r}")
-    if not given(self.objective): self.check_needs(build_component('objective', OBJECTIVES, self).needs)
-    if not given(self.sampler): build_component('sampler', SAMPLERS, self)
     _need(self.beta_final is None or (self.beta_final > 0 and self.beta_steps >= 1), 'beta_final',
          "a decaying beta needs beta_final > 0 and beta_steps >= 1")
     _need(self.beta_cut is None or (self.beta_final is not None and self.beta_cut >= 1), 'beta_cut', f"needs beta_final and must be >= 1, got {self.beta_cut}")
@@ -396,12 +373,6 @@ def _checked(field_:str, make):
     "`make()`, with any error it raises naming the config field"
     try: return make()
     except Exception as e: raise ValueError(f"config field {field_!r}: {e}") from e
-
-# %% ../nbs/09_config.ipynb #6cbe1448
-def build_component(field_:str, registry, cfg):
-    "The component that `cfg.<field_>` names, built from the config and `cfg.<field_>_args`; errors name the field at fault"
-    factory, args = _checked(field_, lambda: registry.get(getattr(cfg, field_))), getattr(cfg, f'{field_}_args')
-    return _checked(f'{field_}_args' if args else field_, lambda: factory(cfg, **args))
 
 # %% ../nbs/09_config.ipynb #afd202e2
 def _schedule_names() -> list: return [s.value for s in __import__('transformers').SchedulerType]

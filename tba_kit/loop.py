@@ -6,95 +6,45 @@ Docs: https://tba-kit.github.io/tba_kit/loop.html.md"""
 
 # %% ../nbs/10_loop.ipynb #10e1b7ec
 from __future__ import annotations
-import asyncio, copy, json, logging, random, sys, time
+import asyncio, json, logging, random, sys, time
 from pathlib import Path
 
 import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .buffer import ReplayBuffer
 from .checkpoints import RunLock, find_checkpoint, load_checkpoint, newest_checkpoint, resume_config, save_checkpoint, set_aside
-from .build import WeightSync, kl_schedule, make_objective, make_policy, make_sampler, make_searcher, make_searchers
-from .config import Config, _default, given
+from .build import Parts, build
+from .parts import WeightSync, make_searcher, make_searchers
+from .config import Config, _default
 from .core import collate
 from .metrics import diversity_metrics
 from .models import require
 from .records import SINKS, RunLog, RunSummary
-from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, TrainerFirst, check_context, check_device, check_model_path, check_writable, say
+from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, TrainerFirst, say
 from .evaluation import eval_line, evaluate as evaluate_policy
 from .pool import SearchPool
-from .searchers import placement_of, plain_model
-from .tasks import ValidationSplit, make_task
-from .ranks import check_room, start_ranks
-from .trainer import Diverged, Trainer
-from .vllm_searcher import import_vllm
+from .trainer import Diverged
 
 _log = logging.getLogger('tba_kit')  # warnings (a failed measurement); status lines go to stderr
 
 
 # %% auto #0
-__all__ = ['RANKS_CHECKPOINT_EVERY', 'Run', 'run']
+__all__ = ['Run', 'run']
 
 # %% ../nbs/10_loop.ipynb #283e390c
-RANKS_CHECKPOINT_EVERY = 25  # with trainer ranks and checkpoint_every 0: a rank fault loses at most these steps
-
 class Run:
-    "The parts of a run and the two schedules that drive them"
-    def __init__(self, cfg:Config, progress=True, task=None, objective=None, sampler=None):  # components given as objects replace those the config names
-        check_device(cfg.device)  # before its precision is chosen
-        cfg, why = cfg.resolve_precision()  # 'auto' -> what is fast on this machine
-        if why: say(f"precision: {why}")
-        self.cfg, self.progress = cfg, progress
+    "The parts of a run (`build`) and the two schedules that drive them"
+    def __init__(self, parts:Parts, progress=True):
+        self.__dict__.update(vars(parts))  # cfg, task, placement, model, tok, trainer, buffer, sampler, eval_ref
+        self.progress = progress
         self.status = Status(None if progress else lambda line: None)  # progress=False: quiet; 'lines': phases and step lines, no bar
-        if cfg.engine == 'vllm': import_vllm()  # says what to install before any model loads
-        self.placement = placement_of(cfg)
-        self.placement.prepare(cfg)  # a missing package (Ray) is named before any model loads
-        for name in cfg.log_with: require(*SINKS[name].needs)
-        torch.set_num_threads(cfg.trainer_threads)
-        torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
-        if task is None and given(cfg.task): raise ValueError(f"task {cfg.task} was given to run() as an object: give it again, run(config, task=...)")
-        try: self.task = task if task is not None else make_task(cfg.task, **cfg.task_args)
-        except (ValueError, TypeError) as e: raise type(e)(f"config field 'task': {e}") from e
-        try: self.task = ValidationSplit(self.task, cfg.validation) if cfg.validation else self.task  # tuning: evaluated on training prompts it never trains on
-        except ValueError as e: raise ValueError(f"config field 'validation': {e}") from e
-        objective = objective if objective is not None else make_objective(cfg)
-        cfg.check_needs(objective.needs, type(objective).__name__)
-        kl = kl_schedule(objective, cfg)  # before any model loads: a beta_final with nothing to schedule is refused
-        n = len(self.task.prompts('train'))
-        if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
-            raise ValueError(f"config field 'prefill': {cfg.prefill} completions cannot fit in a buffer of buffer_capacity x training prompts = "
-                             f"{cfg.buffer_capacity} x {n}: lower prefill or raise buffer_capacity")
-        check_writable(Path(cfg.out_dir)); check_model_path(cfg.model); check_room(cfg)
-        self.status(f"loading the policy {cfg.model!r}", new=True)
-        self.model, self.tok = make_policy(cfg)
-        self.status.done()
-        check_context(self.task, self.tok, self.model, cfg)  # before any searcher starts
-        self.eval_ref = None
-        if cfg.eval_kl_samples:  # eval/kl's reference: a frozen copy of the initial policy
-            ref = plain_model(self.model)
-            self.eval_ref = (copy.deepcopy(ref) if ref is self.model else ref).eval().requires_grad_(False)
-        kw = dict(lr=cfg.lr, weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm, micro_batch_rows=cfg.micro_batch_rows,
-                  precision=cfg.precision, lr_schedule=cfg.lr_schedule, warmup_steps=cfg.warmup_steps, decay_steps=cfg.decay_steps,
-                  stable_steps=cfg.stable_steps, total_steps=cfg.steps, beta=kl,
-                  ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
-                  ref_reset_every=cfg.ref_reset_every, pad_id=self.tok.pad_token_id, temperature=cfg.logprob_temp)
-        if cfg.trainer_procs > 1:  # the ranks notebook: self.model stays whole on rank 0, gathered when read (trainer.model)
-            if not cfg.checkpoint_every:  # a rank's fault takes the ranks' optimizer state with it: only checkpoints keep steps
-                self.cfg = cfg = cfg.replace(checkpoint_every=RANKS_CHECKPOINT_EVERY)
-                say(f"trainer ranks: checkpoint_every {RANKS_CHECKPOINT_EVERY} (a rank's fault loses the steps since the last checkpoint; set checkpoint_every to choose)")
-            self.status(f"starting {cfg.trainer_procs} trainer ranks", new=True)
-            self.trainer = start_ranks(cfg, self.model, objective, **kw)
-            self.status.done()
-        else: self.trainer = Trainer(self.model, objective, **kw)
-        self.buffer = ReplayBuffer(capacity_per_prompt=cfg.buffer_capacity, dedup=cfg.dedup)
-        self.sampler = make_sampler(cfg, sampler)
-        self.stream = PromptStream(self.task.prompts('train'), cfg.seed)
-        self.out = Path(cfg.out_dir)
+        self.stream = PromptStream(self.task.prompts('train'), self.cfg.seed)
+        self.out = Path(self.cfg.out_dir)
         self.log = RunLog(self.out)  # metrics, timeline and clocks; its sinks start with the run
         self.guard = RewardGuard()
-        self.pool = SearchPool(cfg, self.placement, self.buffer, self.stream, self.guard, self.log,
-                               lambda i: make_searcher(cfg, self.task, self.model, self.tok, i))  # the searchers and what they share with the trainer
+        self.pool = SearchPool(self.cfg, self.placement, self.buffer, self.stream, self.guard, self.log,
+                               lambda i: make_searcher(self.cfg, self.task, self.model, self.tok, i))  # the searchers and what they share with the trainer
         self.weights, self.diversity_task, self.bar = None, None, None  # the WeightSync, once searchers exist; a measurement in a thread; the display
         self.stop_requested = self.interrupted = self.failed = self.diverged = False
         self.last_acc = None
@@ -460,4 +410,4 @@ async def run(
     elif isinstance(config, dict): cfg = Config.from_dict(config | overrides)
     else: cfg = Config.load(config, overrides)
     if resume is not None: cfg = resume_config(cfg, resume)  # before any model loads
-    return await Run(cfg, progress, **objects)(resume)
+    return await Run(build(cfg, progress=bool(progress), **objects), progress)(resume)

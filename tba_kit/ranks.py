@@ -14,7 +14,7 @@ from fastcore.basics import patch
 import torch.distributed as dist
 from torch import nn
 
-from .build import make_policy
+from .parts import make_policy
 from .checkpoints import newest_checkpoint
 from .config import Config
 from .core import proc_state

@@ -24,8 +24,9 @@ from .weights import CHANNELS, WeightChannel, WeightHandle, install_state
 # %% auto #0
 __all__ = ['ENGINES', 'PLACEMENTS', 'Searcher', 'SearcherError', 'SearcherLost', 'PendingWeights', 'Completion', 'Rollouts',
            'pack_group', 'unpack_group', 'SearchResult', 'SearcherBase', 'Anneal', 'temperature_at',
-           'logprob_temperature_of', 'Generator', 'HFSearcher', 'plain_model', 'Engine', 'HFEngine', 'engine_class',
-           'engine_arguments', 'engine_of', 'config_error', 'Placement', 'Inline', 'placement_of']
+           'sampling_temperature', 'logprob_temperature_of', 'Generator', 'HFSearcher', 'plain_model', 'Engine',
+           'HFEngine', 'engine_class', 'engine_arguments', 'engine_of', 'config_error', 'Placement', 'Inline',
+           'placement_of']
 
 # %% ../nbs/07_searchers.ipynb #a82aaa4f
 @runtime_checkable
@@ -182,6 +183,10 @@ def temperature_at(temperature:float|Anneal, version:int) -> float:
     "The temperature weights of `version` sample at"
     return temperature(version) if isinstance(temperature, Anneal) else temperature
 
+def sampling_temperature(cfg) -> float|Anneal:
+    "What a run's searchers sample at: `cfg.temperature`, or an `Anneal` from it to `cfg.temperature_final`"
+    return cfg.temperature if cfg.temperature_final is None else Anneal(cfg.temperature, cfg.temperature_final, cfg.temperature_steps)
+
 def logprob_temperature_of(temperature:float|Anneal, logprob_temperature:float|None) -> float:
     "The temperature of behaviour and reference log-probs: `logprob_temperature`, else the sampling temperature (which must not move)"
     if logprob_temperature is not None: return logprob_temperature
@@ -289,7 +294,7 @@ class HFEngine(Engine):
         cfg = self.cfg
         dt = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
         return HFSearcher(copy.deepcopy(plain_model(policy)).to(dt), tokenizer, reward=task.reward, ref='copy' if cfg.ref_on == 'searcher' else None,
-                          max_new_tokens=cfg.max_new_tokens, temperature=cfg.sampling_temperature, top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature,
+                          max_new_tokens=cfg.max_new_tokens, temperature=sampling_temperature(cfg), top_p=cfg.top_p, logprob_temperature=cfg.logprob_temperature,
                           top_k=self.top_k, batch_size=self.batch_size, name=f'hf{i}')
 
     def worker_args(self, i:int) -> dict: return super().worker_args(i) | dict(top_k=self.top_k, batch_size=self.batch_size)
@@ -335,7 +340,7 @@ class Placement:
     grows = False  # whether searchers join mid-run while `has_room` (up to the config's max_searchers)
 
     def check(self, cfg):
-        "Refuse settings this placement cannot honour with a `config_error` naming the field (`Config.validate` calls it)"
+        "Refuse settings this placement cannot honour with a `config_error` naming the field (`parts.check_parts` calls it)"
         if self.engines is not None and cfg.engine not in self.engines:
             raise config_error('engine', f"placement {cfg.placement_name!r} runs engine(s) {', '.join(map(repr, self.engines))}, got {cfg.engine!r}")
         engine = engine_class(cfg.engine)

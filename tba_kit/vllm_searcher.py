@@ -15,7 +15,7 @@ from fastcore.basics import patch
 import torch
 
 from .models import resolve_model
-from .searchers import Anneal, Completion, Engine, SearcherBase, SearcherError, PendingWeights, logprob_temperature_of, pack_group, temperature_at
+from .searchers import Anneal, Completion, Engine, SearcherBase, SearcherError, PendingWeights, logprob_temperature_of, pack_group, sampling_temperature, temperature_at
 from .weights import WeightHandle, ram_dir, save_flat
 from .tasks import encode_prompts
 
@@ -369,7 +369,7 @@ class VLLMEngine(Engine):
         return dict(model=cfg.model, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', seed=cfg.seed + 1000 * (i + 1),
                     max_model_len=cfg.vllm_max_model_len, kv_cache_gib=cfg.vllm_kv_cache_gib, enforce_eager=cfg.vllm_enforce_eager,
                     cpu_threads=cfg.vllm_cores(i), engine_kw=cfg.vllm_engine_kw, name=f'vllm{i}', timeout=cfg.search_timeout,
-                    max_new_tokens=cfg.max_new_tokens, temperature=cfg.sampling_temperature, top_p=cfg.top_p,
+                    max_new_tokens=cfg.max_new_tokens, temperature=sampling_temperature(cfg), top_p=cfg.top_p,
                     logprob_temperature=cfg.logprob_temperature, top_k=self.top_k, ref_kv_cache_gib=self.ref_kv_cache_gib)
 
     def searcher(self, task, policy, tokenizer, i:int) -> VLLMSearcher: return VLLMSearcher(reward=task.reward, **self.settings(i))

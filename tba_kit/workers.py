@@ -16,7 +16,7 @@ import torch
 from .core import Registry, proc_state
 from .models import load_model
 from .searchers import (Anneal, Generator, PendingWeights, Placement, SearcherBase, SearcherError, SearcherLost, config_error, engine_of,
-    logprob_temperature_of, pack_group, unpack_group)
+    logprob_temperature_of, pack_group, sampling_temperature, unpack_group)
 from .weights import WeightHandle
 
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
@@ -224,7 +224,7 @@ def worker_kwargs(cfg, task, i:int) -> dict:
     "Arguments of `ProcessSearcher` (and of the Ray searcher, which extends it) for searcher `i` of a run"
     return dict(model=cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', threads=cfg.searcher_threads,
                 nice=cfg.searcher_nice, seed=cfg.seed + 1000 * (i + 1), timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
-                tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=cfg.sampling_temperature, top_p=cfg.top_p,
+                tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=sampling_temperature(cfg), top_p=cfg.top_p,
                 logprob_temperature=cfg.logprob_temperature) | engine_of(cfg).worker_args(i)  # the engine's worker side and its settings
 
 # %% ../nbs/07a_workers.ipynb #577c88e6

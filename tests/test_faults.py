@@ -71,9 +71,9 @@ def test_a_live_run_folder_is_locked(tmp_path):
 def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, capsys):
     "Before: these ran silently (gradient ascent, 0 steps, ignored LoRA, all defaults, the last of two keys), misled, or failed late"
     import asyncio
-    import tba_kit.loop as L
+    import tba_kit.build as B, tba_kit.loop as L
     from tba_kit.config import Config
-    monkeypatch.setattr(L, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
+    monkeypatch.setattr(B, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
     (tmp_path / 'file').write_text('x')
     bad = {'max_grad_norm': dict(max_grad_norm=-1.), 'time_limit': dict(time_limit=0), 'time_limit ': dict(time_limit=-5),
            'lora': dict(lora={'r': 4}), 'eval_limit': dict(eval_limit=0), 'prefill': dict(prefill=10_000, buffer_capacity=8),
@@ -115,7 +115,7 @@ def test_bad_configs_are_refused_before_any_model_loads(tmp_path, monkeypatch, c
         refused += 1
     tried += 1
     with pytest.raises(ValueError, match='not valid Unicode text'):  # a prompt with a lone surrogate, refused when the task is built
-        L.Run(L.Config.from_dict(dict(model='tiny', task='probe_surrogate:make', out_dir=str(tmp_path / 'r'))), progress=False)
+        B.build(Config.from_dict(dict(model='tiny', task='probe_surrogate:make', out_dir=str(tmp_path / 'r'))), progress=False)
     refused += 1
     with capsys.disabled(): print(f"\nbad configs refused before any model loaded: {refused} of {tried}")
     assert not (tmp_path / 'r').exists()  # nothing was written

@@ -147,8 +147,8 @@ def test_searcher_timeout_and_dead_worker_fail_loudly():
 
 
 def test_config_errors_come_before_any_model_loads(monkeypatch):
-    import tba_kit.loop as L
-    monkeypatch.setattr(L, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
+    import tba_kit.build as B
+    monkeypatch.setattr(B, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
     with pytest.raises(ValueError, match="did you mean 'p_recent'"): asyncio.run(run(model='tiny', p_recnt=0.5))
     with pytest.raises(ValueError, match='needs k >= 2'): asyncio.run(run(model='tiny', k=1))
     with pytest.raises(ValueError, match="'device'"): asyncio.run(run(model='tiny', device='gpu'))
@@ -276,8 +276,8 @@ def test_wandb_receives_the_metrics_and_a_resume_continues_its_run(tmp_path, mon
 
 
 def test_missing_logger_package_is_named_before_any_model_loads(monkeypatch):
-    import tba_kit.loop as L
-    monkeypatch.setattr(L, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
+    import tba_kit.build as B
+    monkeypatch.setattr(B, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
     monkeypatch.setitem(L.SINKS, 'wandb', type('Sink', (), {'needs': ('wandb_not_installed_here', 'pip install wandb')}))
     with pytest.raises(ImportError, match='pip install wandb'): asyncio.run(run(model='tiny', log_with=['wandb']))
 

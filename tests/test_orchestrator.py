@@ -6,6 +6,8 @@ import torch
 
 import tba_kit.tasks as T
 from tba_kit.config import Config
+from tba_kit.build import build
+from tba_kit.parts import check_parts
 from tba_kit.loop import Run, run
 from tba_kit.tasks import PromptTask, completion_text
 
@@ -33,8 +35,8 @@ TINY = dict(model='tiny', k=4, prompts_per_step=2, search_prompts=2, max_new_tok
 
 def test_ppo_refuses_groups_of_one_before_any_model_loads():
     "Bug: `objective: grpo, k: 1` passed validation and failed at step 1 (group advantages of one completion are 0)"
-    with pytest.raises(ValueError, match="config field 'k': 'grpo' compares the completions"): Config(objective='grpo', k=1)
-    Config(objective='tb', k=1)  # TB learns log Z and takes single completions
+    with pytest.raises(ValueError, match="config field 'k': 'grpo' compares the completions"): check_parts(Config(objective='grpo', k=1))
+    check_parts(Config(objective='tb', k=1))  # TB learns log Z and takes single completions
 
 
 def test_sync_ppo_drops_groups_shrunk_to_one_by_unscorable_completions(tmp_path):
@@ -60,7 +62,7 @@ def test_resumed_reference_snapshot_is_not_overwritten_by_the_policy(tmp_path):
     asyncio.run(run(**kw, steps=4, progress=False))  # reference reset at step 3, policy moves on at step 4
 
     async def resume():
-        r = Run(Config(**kw, steps=5), progress=False)
+        r = Run(build(Config(**kw, steps=5), progress=False), progress=False)
         await r(resume=tmp_path)
         return r
     r = asyncio.run(resume())

@@ -19,6 +19,17 @@ def test_import_has_no_heavy_or_optional_dependencies():
     assert out.stdout.strip().count('.') == 2
 
 
+def test_a_config_is_data():
+    "Made and validated, a Config imports no component (objective, sampler, searcher, engine) and not torch: `check_parts` asks the components"
+    code = ("import sys\nfrom tba_kit.config import Config\n"
+            "c = Config(objective='mymod:Loss', sampler='uniform', engine='vllm', model='m', placement='ray', k=1, lr_schedule='constant')\n"
+            "c.replace(steps=3).to_dict()\n"
+            "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith('tba_kit.') and m not in ('tba_kit.config',))\n"
+            "assert not bad, bad")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+
+
 def test_every_module_is_its_notebooks_export():
     "Exported afresh into a scratch folder, the notebooks give tba_kit/ line for line (a hand edit or a stale export fails)"
     out = Path(tempfile.mkdtemp()) / 'tba_kit'  # named as the package: imports between modules become relative

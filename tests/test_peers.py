@@ -42,7 +42,7 @@ def test_trl_generates_from_tba_kits_prompt_ids_on_the_main_job(tmp_path):
     "For 64 main-job prompts, the ids TRL's trainer builds equal encode_prompts' (the searchers'); TRL given the chats, as before the fix, does not"
     pytest.importorskip('trl')
     import random
-    from tba_kit.build import make_policy
+    from tba_kit.parts import make_policy
     from tba_kit.config import Config
     from tba_kit.tasks import encode_prompts, make_task
     peer = _bench('peer_trl')

@@ -12,6 +12,7 @@ from test_loop import ROOT, TINY_CLI, tba_train
 from tba_kit.buffer import _dedup_key
 from tba_kit.checkpoints import find_checkpoint
 from tba_kit.config import Config
+from tba_kit.build import build
 from tba_kit.loop import Run
 
 pytestmark = [pytest.mark.cluster]
@@ -44,8 +45,7 @@ def tiny_run(tmp_path, **kw) -> Run:
     cfg = Config(**dict(model='tiny', task='arithmetic', task_args={'n_train': 40, 'n_test': 4}, k=4, prompts_per_step=2, search_prompts=2,
                         max_new_tokens=6, prefill=8, precision='fp32', lr=1e-3, eval=False, placement='ray', searchers=2,
                         out_dir=str(tmp_path / 'run')) | kw)
-    cfg.validate()
-    return Run(cfg, progress=False)
+    return Run(build(cfg, progress=False), progress=False)
 
 
 def spy_searches(run:Run) -> list:
