@@ -278,7 +278,7 @@ def test_wandb_receives_the_metrics_and_a_resume_continues_its_run(tmp_path, mon
 def test_missing_logger_package_is_named_before_any_model_loads(monkeypatch):
     import tba_kit.build as B
     monkeypatch.setattr(B, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
-    monkeypatch.setitem(L.SINKS, 'wandb', type('Sink', (), {'needs': ('wandb_not_installed_here', 'pip install wandb')}))
+    monkeypatch.setitem(B.SINKS, 'wandb', type('Sink', (), {'needs': ('wandb_not_installed_here', 'pip install wandb')}))
     with pytest.raises(ImportError, match='pip install wandb'): asyncio.run(run(model='tiny', log_with=['wandb']))
 
 
