@@ -3,7 +3,7 @@
 Markdown cells are copied; visible code cells become ```python blocks; cells marked `#| hide` and nbdev directives
 are left out. `--check` fails if README.md differs from what would be written.
 """
-import json, sys
+import json, re, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,8 @@ def headline() -> str:
     for file, start, label in HEADLINE:
         found = [r for r in ledger if r['file'] == file and r['claim'].startswith(start)]
         if len(found) != 1: sys.exit(f"the README's headline {label!r} matches {len(found)} rows of benchmarks/RESULTS.md ({file}: {start!r}), not one")
-        out.append(f"| {label} | {found[0]['value']} | {found[0]['claim']} ([{file}](benchmarks/RESULTS.md), {found[0]['commit']}) |")
+        anchor = re.sub(r'[^\w-]', '', file.lower())  # the heading's id, as GitHub and the docs site make it
+        out.append(f"| {label} | {found[0]['value']} | {found[0]['claim']} ([{file}](benchmarks/RESULTS.md#{anchor}), {found[0]['commit']}) |")
     return '\n'.join(out)
 
 
