@@ -376,7 +376,7 @@ def test_fault_injection_suite(tmp_path, capsys):
         inject(out)
         assert steps_of(out) == list(range(1, TARGET + 1)), steps_of(out)  # every step once, in order: none lost, none twice
         assert find_checkpoint(out).name == f'step_{TARGET:06d}'
-        left = [d for d in Path('/dev/shm').glob('tba_kit-weights-*-*') if int(d.name.split('-')[2]) in STARTED and not pid_alive(int(d.name.split('-')[2]))]
+        left = [d for d in Path('/dev/shm').glob('tba_kit-weights-*-*') if (pid := int(d.name.split('-')[2])) in STARTED and not pid_alive(pid)]
         assert not left, left  # weight snapshots: removed on exit, or (after a SIGKILL) by the next run
     with capsys.disabled():
         print(f"\nfault injection (seed {seed}): faults survived {len(results)} of {len(chosen)} injected; "
