@@ -60,7 +60,7 @@ def build(cfg:Config, task=None, objective=None, sampler=None,  # objects given 
     torch.set_num_threads(cfg.trainer_threads)
     torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
     task = run_task(cfg, task)
-    objective = objective if objective is not None else make_objective(cfg)  # again, after seeding (check_parts' was to check): its initial log Z is the seed's
+    objective = objective if objective is not None else make_objective(cfg)  # made again after seeding (check_parts' copy only checks): any random init follows the seed
     kl = kl_schedule(objective, cfg)  # a beta_final with nothing to schedule is refused
     n = len(task.prompts('train'))
     if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
