@@ -32,8 +32,10 @@ def cluster():
 
 
 @pytest.fixture
-def nodes(cluster):
+def nodes(cluster, request):
     "The worker nodes, NODES of them again after a test that removed or added some"
+    if os.environ.get('PYTEST_XDIST_WORKER'):  # two local clusters at once starve each other's actors on 2 cores
+        assert request.node.nodeid.endswith('@ray'), "under pytest-xdist the Ray tests share one worker: run with `--dist loadgroup`"
     yield cluster
     workers = list(cluster.worker_nodes)
     for n in workers[NODES:]: cluster.remove_node(n)
