@@ -36,7 +36,7 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the `xdist_group` marks to suffix node ids
 def pytest_collection_modifyitems(config, items):
     "Keep the tier asked for (the others are reported as deselected); under pytest-xdist, tests that start Ray share one worker"
-    if config.pluginmanager.hasplugin('xdist'):  # `-n 2 --dist loadgroup`: two local Ray clusters at once would contend for ports
+    if config.pluginmanager.hasplugin('xdist'):  # `-n 2 --dist loadgroup`: two local Ray clusters at once starve each other on 2 cores
         for i in items:
             if i.get_closest_marker('cluster'): i.add_marker(pytest.mark.xdist_group('ray'))
     if (t := tier(config)) == 'all': return
