@@ -189,7 +189,8 @@ def provenance(argv:list|None=None) -> dict:
     except ImportError: gpu = None
     return {'command': shlex.join(['python', *(argv if argv is not None else sys.argv)]), 'commit': git('rev-parse', 'HEAD'),  # the command quoted: it runs again as written
             'dirty': bool(git('status', '--porcelain', '--untracked-files=no')),
-            'machine': {'cpu': cpu, 'cores': os.cpu_count(), 'isa': [f for f in ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16') if f in flags], 'gpu': gpu},
+            'machine': {'cpu': cpu, 'cores': os.cpu_count(), 'isa': [f for f in ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16') if f in flags], 'gpu': gpu,
+                        'emulated_isa': os.environ.get('ATEN_CPU_CAPABILITY')},  # e.g. 'avx2': torch told to run as on a CPU without native bf16
             'versions': {p: version(p) for p in ('torch', 'transformers', 'trl', 'tba_kit')},
             'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}
 

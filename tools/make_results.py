@@ -48,7 +48,8 @@ def commit_of(rec: dict) -> str:
 
 
 def machine(m: dict) -> str:
-    return f"{m['cpu']}, {m['cores']} cores, {'/'.join(m['isa']) or 'no AVX'}" + (f", {m['gpu']}" if m.get('gpu') else '')
+    emulated = f" run as {m['emulated_isa']}" if m.get('emulated_isa') else ''
+    return f"{m['cpu']}, {m['cores']} cores, {'/'.join(m['isa']) or 'no AVX'}{emulated}" + (f", {m['gpu']}" if m.get('gpu') else '')
 
 
 def cell(s) -> str: return str(s).replace('|', '\\|').replace('\n', ' ')
