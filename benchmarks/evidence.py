@@ -38,7 +38,7 @@ def is_record(run) -> bool: return Path(run).suffix == '.json'
 
 ROW_KEYS = ('step', 'train/step', 'time/seconds', 'time/train_seconds', 'train/step_seconds', 'train/wait_seconds', 'train/generate_seconds',
             'train/rows', 'train/staleness', 'train/lr', 'train/grad_norm', 'reward/mean', 'search/completions', 'buffer/staleness_mean',
-            'sample/recent_slots', 'sample/recent_fallback', 'sample/short_groups',
+            'sample/recent_slots', 'sample/recent_fallback', 'sample/recent_fraction', 'sample/short_groups', 'offpolicy/log_ratio', 'offpolicy/kl',
             'eval/accuracy', 'eval/sampled_accuracy')  # what a record keeps of each metrics row
 
 
@@ -252,4 +252,33 @@ def lines_svg(curves:dict, path:Path, xlabel:str, title:str, ytick:str='{:.0%}',
         line = " ".join(f"{X(t):.1f},{Y(statistics.median(vs)):.1f}" for t, vs in pts)
         out.append(f'<polyline points="{line}" fill="none" stroke="{colors[j % 5]}" stroke-width="2"/>')
         out.append(f'<rect x="{pad + j * 130}" y="{H + 14}" width="10" height="10" fill="{colors[j % 5]}"/><text x="{pad + j * 130 + 14}" y="{H + 23}">{name}</text>')
+    Path(path).write_text('\n'.join(out + ['</svg>']) + '\n')
+
+
+def points_svg(series:dict, path:Path, xlabel:str, ylabel:str, log_x:bool=False):
+    "An SVG of points with error bars: for each series (name -> list of (x, y, x_lo, x_hi, y_lo, y_hi)), its points joined in order, a zero line"
+    colors, W, H, pad = ['#4c78a8', '#f58518', '#54a24b', '#e45756', '#72b7b2'], 640, 320, 50
+    pts = [p for ps in series.values() for p in ps]
+    if not pts: raise ValueError("points_svg: no points to draw")
+    fx = (lambda v: np.log10(v)) if log_x else (lambda v: v)
+    xs, ys = [fx(v) for p in pts for v in (p[0], p[2], p[3])], [v for p in pts for v in (p[1], p[4], p[5], 0.)]
+    (x0, x1), (y0, y1) = (min(xs), max(xs)), (min(ys), max(ys))
+    x0, x1, y0, y1 = x0 - 0.05 * (x1 - x0 or 1), x1 + 0.05 * (x1 - x0 or 1), y0 - 0.05 * (y1 - y0 or 1), y1 + 0.05 * (y1 - y0 or 1)
+    X = lambda v: pad + (W - pad - 20) * (fx(v) - x0) / (x1 - x0)
+    Y = lambda v: 20 + (H - pad - 20) * (1 - (v - y0) / (y1 - y0))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H + 30}" font-family="sans-serif" font-size="11">',
+           f'<text x="{pad}" y="12">{ylabel} (median over seeds; bars: the seeds\' range of x, the interval of y)</text>',
+           f'<line x1="{pad}" x2="{W - 20}" y1="{H - pad + 20}" y2="{H - pad + 20}" stroke="black"/><line x1="{pad}" x2="{pad}" y1="20" y2="{H - pad + 20}" stroke="black"/>',
+           f'<line x1="{pad}" x2="{W - 20}" y1="{Y(0):.1f}" y2="{Y(0):.1f}" stroke="#999" stroke-dasharray="4"/>',
+           f'<text x="{W / 2 - 150}" y="{H + 6}">{xlabel}</text>']
+    for v in np.linspace(y0, y1, 6): out.append(f'<text x="{pad - 40}" y="{Y(v) + 4:.1f}">{v:.3g}</text>')
+    ticks = [10.0 ** e for e in range(int(np.floor(x0)), int(np.ceil(x1)) + 1) if x0 <= e <= x1] if log_x else list(np.linspace(x0, x1, 6))
+    for t in ticks: out.append(f'<text x="{X(t) - 12:.1f}" y="{H - pad + 34}">{t:.3g}</text>')
+    for j, (name, ps) in enumerate(series.items()):
+        c = colors[j % 5]
+        if len(ps) > 1: out.append(f'<polyline points="{" ".join(f"{X(p[0]):.1f},{Y(p[1]):.1f}" for p in ps)}" fill="none" stroke="{c}" stroke-width="1.5"/>')
+        for x, y, xl, xh, yl, yh in ps:
+            out.append(f'<line x1="{X(xl):.1f}" x2="{X(xh):.1f}" y1="{Y(y):.1f}" y2="{Y(y):.1f}" stroke="{c}"/><line x1="{X(x):.1f}" x2="{X(x):.1f}" y1="{Y(yl):.1f}" y2="{Y(yh):.1f}" stroke="{c}"/>'
+                       f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="3.5" fill="{c}"/>')
+        out.append(f'<rect x="{pad + j * 130}" y="{H + 14}" width="10" height="10" fill="{c}"/><text x="{pad + j * 130 + 14}" y="{H + 23}">{name}</text>')
     Path(path).write_text('\n'.join(out + ['</svg>']) + '\n')

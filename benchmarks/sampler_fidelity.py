@@ -37,9 +37,10 @@ class PaperBatch:
         return pool.pop(self.rng.integers(len(pool)))
     def sample(self, buf, n, k, version=None):
         if buf.recent_key() != self.key: self.online, self.key = [], buf.recent_key()
-        groups = []
+        groups, served = [], 0
         for _ in range(n):
             if self.rng.random() < self.m and buf.recent_prompts():
+                served += 1
                 p = self._from(self.online, buf.recent_prompts())
                 new = buf.recent_group(p)
                 groups.append([new[i] for i in self.rng.choice(len(new), k, replace=len(new) < k)])
@@ -47,7 +48,7 @@ class PaperBatch:
                 p = self._from(self.offline, buf.prompts())
                 g = buf.group(p)
                 groups.append([g[i] for i in self.rng.choice(len(g), k, replace=len(g) < k)])
-        return type('S', (), {'groups': groups})()
+        return type('S', (), {'groups': groups, 'stats': {'sample/recent_fraction': served / n}})()
 
 
 def repeats(groups):
@@ -55,20 +56,31 @@ def repeats(groups):
     return len(prompts) > len(set(prompts)), len(sets) > len(set(sets))
 
 
+def recency_share(stats:dict, slots:int) -> float:
+    "The share of a batch's slots that took recent data (a sampler from before `sample/recent_fraction`: its recency draws less its fallbacks)"
+    if 'sample/recent_fraction' in stats: return stats['sample/recent_fraction']
+    return (stats.get('sample/recent_slots', 0) - stats.get('sample/recent_fallback', 0)) / slots
+
+
 def simulate(sampler, n_prompts, refreshed, slots, k, steps=2000, seed=0):
-    "Searches refresh `refreshed` prompts (k completions each) per sync, then one batch of `slots` x k; shares of batches with a repeat"
+    "Searches refresh `refreshed` prompts (k completions each; a list: one of its values at random each sync) per sync, then one batch of `slots` x k; shares of batches with a repeat, recency slots per batch"
     rng, buf, order, pos = np.random.default_rng(seed), ReplayBuffer(), [], 0
     rep_prompt = rep_group = 0
+    shares = []
     for step in range(steps):
-        for _ in range(refreshed):
+        for _ in range(refreshed if isinstance(refreshed, int) else refreshed[rng.integers(len(refreshed))] if step else max(refreshed)):
             if pos == len(order): order, pos = list(rng.permutation(n_prompts)), 0
             p = int(order[pos]); pos += 1
             buf.add(Trajectory(p, [1], rng.integers(0, 1000, 4).tolist(), [-1.] * 4, reward=float(rng.random() < 0.5), version=step)
                     for _ in range(k))
-        a, b = repeats(sampler.sample(buf, slots, k, version=step).groups)
+        sample = sampler.sample(buf, slots, k, version=step)
+        a, b = repeats(sample.groups)
         rep_prompt += a; rep_group += b
+        shares.append(recency_share(sample.stats, slots))
         buf.mark_sync()
-    return {'batches_repeating_a_prompt': rep_prompt / steps, 'batches_repeating_a_group': rep_group / steps}
+    shares = np.array(shares)
+    return {'batches_repeating_a_prompt': rep_prompt / steps, 'batches_repeating_a_group': rep_group / steps,
+            'recency_slots_per_batch': float(shares.mean() * slots), 'batches_without_recency_slot': float((shares == 0).mean())}
 
 
 def main():
@@ -81,6 +93,8 @@ def main():
         'main job (100 prompts, 4 refreshed per sync, 4 slots, K 8, m 0.95)': (100, 4, 4, 8, 0.95),
         'main job, 2 searches per step (8 refreshed)': (100, 8, 4, 8, 0.95),
         'GSM8K-like (8 refreshed, 7 slots, K 20, m 0.95)': (7473, 8, 7, 20, 0.95),
+        'main job, 0-1 searches per step (0 or 4 refreshed, 4 slots, K 8, m 0.95)': (5440, [0, 4], 4, 8, 0.95),
+        'GSM8K preset (3 refreshed per sync, 7 slots, K 20, m 0.95)': (7473, 3, 7, 20, 0.95),
     }
     out = {}
     for name, (n, r, b, k, m) in cases.items():
@@ -89,7 +103,8 @@ def main():
         print(name)
         for who, res in out[name].items():
             print(f"  {who:16s} repeats a prompt in {100 * res['batches_repeating_a_prompt']:5.2f}% of batches, "
-                  f"a whole group in {100 * res['batches_repeating_a_group']:5.2f}%")
+                  f"a whole group in {100 * res['batches_repeating_a_group']:5.2f}%; recency slots per batch {res['recency_slots_per_batch']:.2f} "
+                  f"(m x slots = {m * b:.2f}), batches without one {100 * res['batches_without_recency_slot']:.1f}%")
     if a.out:
         Path(a.out).write_text(json.dumps({**provenance(), 'samplers': a.samplers or 'tba_kit.samplers', 'cases': out}, indent=1))
 
@@ -97,10 +112,13 @@ def main():
 def claims(rec:dict) -> list:
     "The results ledger's rows (tools/make_results.py): per simulated job, the share of batches repeating a prompt or a whole group, tba_kit's sampler against the paper's get_batch"
     who = 'tba_kit' if rec['samplers'] == 'tba_kit.samplers' else f"tba_kit ({rec['samplers']})"
-    return [{'claim': f"{name}: batches repeating a prompt, and a whole group, {who} vs the paper's get_batch (2,000 batches)",
-             'value': f"{r['tba_kit']['batches_repeating_a_prompt']:.2%}, {r['tba_kit']['batches_repeating_a_group']:.2%} vs "
-                      f"{r['paper get_batch']['batches_repeating_a_prompt']:.2%}, {r['paper get_batch']['batches_repeating_a_group']:.2%}"}
-            for name, r in rec['cases'].items()]
+    out = [{'claim': f"{name}: batches repeating a prompt, and a whole group, {who} vs the paper's get_batch (2,000 batches)",
+            'value': f"{r['tba_kit']['batches_repeating_a_prompt']:.2%}, {r['tba_kit']['batches_repeating_a_group']:.2%} vs "
+                     f"{r['paper get_batch']['batches_repeating_a_prompt']:.2%}, {r['paper get_batch']['batches_repeating_a_group']:.2%}"}
+           for name, r in rec['cases'].items()]
+    return out + [{'claim': f"{name}: recency slots per batch, {who} vs the paper's get_batch",
+                   'value': f"{r['tba_kit']['recency_slots_per_batch']:.2f} vs {r['paper get_batch']['recency_slots_per_batch']:.2f}"}
+                  for name, r in rec['cases'].items() if 'recency_slots_per_batch' in r['tba_kit']]
 
 
 if __name__ == '__main__': main()

@@ -47,14 +47,17 @@ class ReplayBuffer:
     def __init__(self,
                  capacity_per_prompt:int=100,  # newest completions kept per prompt (paper: 100)
                  max_size:int|None=None,  # bound on the whole buffer; the globally oldest completion goes first
-                 dedup:bool=True):  # drop exact-token duplicates of a prompt's completions, keeping the newest copy
+                 dedup:bool=True,  # drop exact-token duplicates of a prompt's completions, keeping the newest copy
+                 recent_window:int=8):  # sync periods with new data that recency slots may reach back over, newest first
         if capacity_per_prompt < 1: raise ValueError(f"capacity_per_prompt must be >= 1, got {capacity_per_prompt}")
         if max_size is not None and max_size < 1: raise ValueError(f"max_size must be >= 1 or None, got {max_size}")
-        self.capacity_per_prompt, self.max_size, self.dedup = capacity_per_prompt, max_size, dedup
+        if recent_window < 1: raise ValueError(f"recent_window must be >= 1 (sync periods), got {recent_window}")
+        self.capacity_per_prompt, self.max_size, self.dedup, self.recent_window = capacity_per_prompt, max_size, dedup, recent_window
         self._groups = {}  # prompt id -> _Group
         self._order = deque()  # (seq, prompt id, key) in insertion order, for the global bound; may hold dead entries
         self._seq = self._size = self.syncs = 0
         self._fresh, self._recent = {}, {}  # prompt id -> seq of its first completion since the last sync / in the period before it
+        self._older = deque(maxlen=recent_window)  # (sync period, its prompts as in _recent) of earlier periods with new data, newest first
         self._prompts = self._recent_cache = None
         self.stats = dict(added=0, duplicates=0, evicted=0)
 
@@ -163,25 +166,18 @@ def trajectories(self:ReplayBuffer):
 @patch
 def mark_sync(self:ReplayBuffer):
     "Start a new sync period: the prompts refreshed so far become the previous period's"
+    if self._recent: self._older.appendleft((self.syncs - 1, self._recent))
     self._recent, self._fresh = self._fresh, {}
     self._recent_cache = None
     self.syncs += 1
 
 @patch
-def sync_state(self:ReplayBuffer) -> tuple: return dict(self._recent), dict(self._fresh), self.syncs  # what mark_sync moves (a round taken back)
+def sync_state(self:ReplayBuffer) -> tuple: return dict(self._recent), dict(self._fresh), self.syncs, list(self._older)  # what mark_sync moves (a round taken back)
 
 @patch
 def load_sync_state(self:ReplayBuffer, s:tuple):
     (self._recent, self._fresh, self.syncs), self._recent_cache = (dict(s[0]), dict(s[1]), s[2]), None
-
-# %% ../nbs/02_buffer.ipynb #bd4b8de7
-@patch
-def recent_prompts(self:ReplayBuffer) -> list:
-    "Prompts refreshed since the latest sync (or, if none yet, in the period before it) that still have completions"
-    if self._recent_cache is None:
-        pool = self._fresh or self._recent
-        self._recent_cache = [p for p in pool if p in self._groups]
-    return self._recent_cache
+    self._older = deque(s[3] if len(s) > 3 else (), maxlen=self.recent_window)
 
 # %% ../nbs/02_buffer.ipynb #2a637cfa
 @patch
@@ -189,11 +185,31 @@ def recent_key(self:ReplayBuffer) -> int:
     "The sync period whose prompts `recent_prompts` returns (changes when the pool does)"
     return self.syncs if self._fresh else self.syncs - 1
 
+# %% ../nbs/02_buffer.ipynb #bd4b8de7
+@patch
+def recent_pools(self:ReplayBuffer) -> list:
+    "[(sync period, its refreshed prompts that still have completions)], newest first: the latest sync's (or, if none yet, the period before it), then earlier ones, at most `recent_window`"
+    if self._recent_cache is None:
+        periods = [(self.syncs, self._fresh)] if self._fresh else []
+        pools = []
+        for key, period in [*periods, (self.syncs - 1, self._recent), *self._older]:
+            if ps := [p for p in period if p in self._groups]: pools.append((key, ps))
+        self._recent_cache = pools[:self.recent_window]
+    return self._recent_cache
+
+@patch
+def recent_prompts(self:ReplayBuffer) -> list:
+    "Prompts refreshed since the latest sync (or, if none yet, in the period before it) that still have completions"
+    pools = self.recent_pools()
+    return pools[0][1] if pools and pools[0][0] == self.recent_key() else []
+
 # %% ../nbs/02_buffer.ipynb #90cc264d
 @patch
-def recent_group(self:ReplayBuffer, prompt_id) -> list:
-    "The completions of a recent prompt that arrived in the period of `recent_prompts`, oldest first ([] for other prompts)"
-    since = (self._fresh or self._recent).get(prompt_id)
+def recent_group(self:ReplayBuffer, prompt_id,
+                 period:int|None=None,  # a sync period of `recent_pools` (None: `recent_key()`, the pool of `recent_prompts`)
+                ) -> list:
+    "The completions of a recent prompt that arrived since the start of its refresh in `period`, oldest first ([] for a prompt not refreshed then)"
+    since = self._period(self.recent_key() if period is None else period).get(prompt_id)
     g = self._groups.get(prompt_id)
     if since is None or g is None: return []
     new = []
@@ -201,6 +217,14 @@ def recent_group(self:ReplayBuffer, prompt_id) -> list:
         if seq < since: break
         new.append(t)
     return new[::-1]
+
+
+@patch
+def _period(self:ReplayBuffer, key:int) -> dict:
+    "Prompt id -> first seq in sync period `key` ({} for a period not kept)"
+    if key == self.syncs: return self._fresh
+    if key == self.syncs - 1: return self._recent
+    return next((period for k, period in self._older if k == key), {})
 
 # %% ../nbs/02_buffer.ipynb #480d4ff9
 @patch
@@ -237,9 +261,10 @@ def state_dict(self:ReplayBuffer) -> dict:
     f64 = lambda xs: torch.tensor(xs, dtype=torch.float64)
     return {
         'format': _FORMAT,
-        'config': dict(capacity_per_prompt=self.capacity_per_prompt, max_size=self.max_size, dedup=self.dedup),
+        'config': dict(capacity_per_prompt=self.capacity_per_prompt, max_size=self.max_size, dedup=self.dedup, recent_window=self.recent_window),
         'seq': self._seq, 'syncs': self.syncs, 'stats': dict(self.stats),
         'fresh': dict(self._fresh), 'recent': dict(self._recent),  # prompt id -> first seq of the period
+        'older': [(k, dict(p)) for k, p in self._older],  # earlier periods with new data, newest first
         'group_order': list(self._groups),  # samplers index prompts in this order
         'prompts': prompts,
         'rows': {
@@ -278,3 +303,4 @@ def load_state_dict(self:ReplayBuffer, state:dict):
     self._size = len(r['seq'])
     self._seq, self.syncs, self.stats = state['seq'], state['syncs'], dict(state['stats'])
     self._fresh, self._recent = (dict(s) if isinstance(s, dict) else dict.fromkeys(s, 0) for s in (state['fresh'], state['recent']))  # lists: before recent_group
+    self._older.extend((k, dict(p)) for k, p in state.get('older', ()))  # absent: saved before recency reached back

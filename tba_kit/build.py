@@ -61,6 +61,8 @@ def build(cfg:Config, task=None, objective=None, sampler=None,  # objects given 
     torch.manual_seed(cfg.seed); np.random.seed(cfg.seed); random.seed(cfg.seed)
     task = run_task(cfg, task)
     objective = objective if objective is not None else make_objective(cfg)  # made again after seeding (check_parts' copy only checks): any random init follows the seed
+    if cfg.is_correction == 'auto' and getattr(objective, 'is_correction', 'none') != 'none':
+        say(f"is_correction: {objective.is_correction} (data can be stale here: TRL's default correction; is_correction: none turns it off)")
     kl = kl_schedule(objective, cfg)  # a beta_final with nothing to schedule is refused
     n = len(task.prompts('train'))
     if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
@@ -77,7 +79,7 @@ def build(cfg:Config, task=None, objective=None, sampler=None,  # objects given 
         ref = plain_model(model)
         eval_ref = (copy.deepcopy(ref) if ref is model else ref).eval().requires_grad_(False)
     cfg, trainer = make_trainer(cfg, model, objective, kl, tok.pad_token_id, status)
-    return Parts(cfg, task, placement, model, tok, trainer, ReplayBuffer(capacity_per_prompt=cfg.buffer_capacity, dedup=cfg.dedup),
+    return Parts(cfg, task, placement, model, tok, trainer, ReplayBuffer(capacity_per_prompt=cfg.buffer_capacity, dedup=cfg.dedup, recent_window=cfg.recent_window),
                  make_sampler(cfg, sampler), eval_ref)
 
 # %% ../nbs/09g_build.ipynb #dfcb85ad

@@ -42,7 +42,7 @@ class ModelFields:
     ppo_clip_high:float|None = None  # TRL's epsilon_high (null: ppo_clip); for 'cispo' the cap of its ratio (null: 5)
     kl_coef:float = 0.  # GRPO family: KL coefficient to the reference (TRL's beta)
     kl_in:str = 'reward'  # GRPO family: 'reward' (kl_coef * log-ratio off the reward) or 'loss' (TRL's per-token k3 term; needs ref_on: trainer)
-    is_correction:str = 'none'  # GRPO family: importance weights searcher -> trainer, 'token_truncate' (TIS), 'token_mask', 'sequence_truncate', 'sequence_mask'
+    is_correction:str = 'auto'  # GRPO family: importance weights searcher -> trainer, 'token_truncate' (TIS), 'token_mask', 'sequence_truncate', 'sequence_mask', 'none'; 'auto': 'sequence_mask' where data can be stale (async, sync_every > 1), else 'none'
     is_cap:float = 3.0  # truncation / masking threshold of those weights
 
 # %% ../nbs/09_config.ipynb #0cf648ca
@@ -57,6 +57,7 @@ class SearchFields(ModelFields):
     p_recent:float = 0.95  # m: probability that a slot is a recent prompt's newest K completions
     inv_temp:float = 0.  # reward-prioritised sampling temperature (0: uniform over completions)
     recent_fill:str = 'older'  # a recency slot with fewer than k new completions: 'older' (top up with older ones) or 'repeat' (the paper's code)
+    recent_window:int = 8  # sync periods with new data a recency slot may reach back over when the latest sync refreshed fewer prompts than the batch wants (1: the latest only, the paper's pool)
     max_staleness:int|None = None  # drop completions older than this many versions (None: keep all)
     buffer_capacity:int = 100  # completions kept per prompt
     dedup:bool = True  # drop exact-token duplicates of a prompt's completions (the paper); off for short answers, whose repeats carry the policy's frequencies
@@ -193,7 +194,7 @@ def validate(self:Config):
 def check_ranges(self:Config):
     "Refuse numbers out of their range, and settings that are silent or misleading (a negative grad norm, a zero time limit)"
     for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'trainer_procs', 'search_prompts', 'sync_every', 'eval_batch_size',
-                 'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'keep_checkpoints'):
+                 'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'recent_window', 'keep_checkpoints'):
         _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
     _need(self.stable_steps is None or self.stable_steps >= 0, 'stable_steps', f"must be >= 0 or null, got {self.stable_steps}")
     for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts', 'validation'):

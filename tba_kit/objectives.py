@@ -18,7 +18,7 @@ from .core import Batch, Registry, sequence_logprobs
 # %% auto #0
 __all__ = ['IS_MODES', 'LOSS_TYPES', 'OBJECTIVES', 'LossOutput', 'check_finite', 'group_mean', 'check_groups', 'ScalarLogZ',
            'TableLogZ', 'HeadLogZ', 'Needs', 'Objective', 'tb_residuals', 'TrajectoryBalance', 'vargrad_log_z',
-           'VarGrad', 'group_advantages', 'is_weights', 'PPO']
+           'VarGrad', 'group_advantages', 'is_weights', 'PPO', 'stale_correction']
 
 # %% ../nbs/01_objectives.ipynb #db7e1f4b
 @dataclass(eq=False)
@@ -379,10 +379,16 @@ OBJECTIVES = Registry('objective')  # name -> factory(config, **objective_args) 
 OBJECTIVES.register('vargrad', lambda cfg, **kw: VarGrad(cfg.beta, gamma=cfg.gamma, **kw))
 OBJECTIVES.register('tb', lambda cfg, log_z_init=0., **kw: TrajectoryBalance(cfg.beta, ScalarLogZ(log_z_init), cfg.log_z_lr, cfg.gamma, **kw))
 
+def stale_correction(cfg) -> str:
+    "The run's `is_correction`: 'auto' is TRL's default correction ('sequence_mask', cap 3) where trained data can be stale (async mode, or sync_every > 1), else 'none'"
+    if cfg.is_correction != 'auto': return cfg.is_correction
+    stale = getattr(cfg, 'mode', 'sync') == 'async' or getattr(cfg, 'sync_every', 1) > 1
+    return 'sequence_mask' if stale else 'none'
+
 def _ppo(cfg, loss_type:str, **kw) -> PPO:
     "A GRPO-family loss with the run's settings (`kw`: objective_args, or settings that replace the run's)"
     return PPO(loss_type, **dict(clip=cfg.ppo_clip, clip_high=cfg.ppo_clip_high, kl_coef=cfg.kl_coef, kl_in=cfg.kl_in,
-                                 max_tokens=cfg.max_new_tokens, is_correction=cfg.is_correction, is_cap=cfg.is_cap) | kw)
+                                 max_tokens=cfg.max_new_tokens, is_correction=stale_correction(cfg), is_cap=cfg.is_cap) | kw)
 
 for _lt in LOSS_TYPES: OBJECTIVES.register(_lt, lambda cfg, lt=_lt, **kw: _ppo(cfg, lt, **kw))
 OBJECTIVES.register('tba_prime', lambda cfg, **kw: _ppo(cfg, 'dr_grpo', kl_coef=cfg.beta, kl_in='reward', **kw))

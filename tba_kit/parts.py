@@ -51,7 +51,7 @@ def check_parts(cfg:Config, objective=None, sampler=None):
     for other in PLACEMENTS:  # a setting of another placement would be ignored silently
         for name in set(PLACEMENTS.get(other).fields) - set(place.fields):
             _need(getattr(cfg, name) == _default(name), name, f"only applies with placement: {other} (placement is {cfg.placement_name!r}): set placement: {other}, or drop it")
-    _need(cfg.is_correction in IS_MODES, 'is_correction', f"must be one of {IS_MODES}, got {cfg.is_correction!r}")
+    _need(cfg.is_correction in ('auto', *IS_MODES), 'is_correction', f"must be 'auto' or one of {IS_MODES}, got {cfg.is_correction!r}")
     _need(cfg.recent_fill in FILLS, 'recent_fill', f"must be one of {FILLS}, got {cfg.recent_fill!r}")
     objective = objective if objective is not None else make_objective(cfg)
     cfg.check_needs(objective.needs, type(objective).__name__ if given(cfg.objective) else None)

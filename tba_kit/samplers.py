@@ -65,7 +65,7 @@ class PromptCycle:
 class Sampler:
     "Base sampler: B slots of K completions from a buffer (or a view of one), with a seeded generator"
     def __init__(self, seed:int|None=None):  # seed of the sampler's NumPy generator
-        self.rng, self.cycles, self.taken = np.random.default_rng(seed), {'any': PromptCycle(), 'recent': PromptCycle()}, set()
+        self.rng, self.cycles, self.taken = np.random.default_rng(seed), {'any': PromptCycle()}, set()  # + a cycle per recent sync period
 
     def draw(self, view, k:int, stats:Counter) -> list:
         "One slot: K trajectories of one prompt"
@@ -93,7 +93,7 @@ class Sampler:
         return self._pick('any', view.prompts())
 
     def _pick(self, cycle:str, prompts:list, key=None):
-        p = self.cycles[cycle].draw(prompts, self.taken, self.rng, key)
+        p = self.cycles.setdefault(cycle, PromptCycle()).draw(prompts, self.taken, self.rng, key)
         self.taken.add(p)
         return p
 
@@ -101,7 +101,10 @@ class Sampler:
         return {'rng': self.rng.bit_generator.state, 'cycles': {n: (c.key, sorted(c.drawn, key=str)) for n, c in self.cycles.items()}}
     def load_state_dict(self, state:dict):
         self.rng.bit_generator.state = state['rng']
-        for n, (key, drawn) in state.get('cycles', {}).items(): self.cycles[n].key, self.cycles[n].drawn = key, set(drawn)
+        for n, (key, drawn) in state.get('cycles', {}).items():
+            n = f'recent@{key}' if n == 'recent' else n  # saved before each period had its own cycle
+            c = self.cycles.setdefault(n, PromptCycle())
+            c.key, c.drawn = key, set(drawn)
     def __repr__(self): return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items() if k not in ('rng', 'cycles', 'taken'))})"
 
 # %% ../nbs/03_samplers.ipynb #4dac2dfc
@@ -124,13 +127,18 @@ def _take(self:Sampler, trajs:list, k:int, stats:Counter, scores=None) -> list:
 # %% ../nbs/03_samplers.ipynb #1f0440a0
 @patch
 def _recent_slot(self:Sampler, view, k:int, stats:Counter, fill:str='older') -> list|None:
-    "K of the new completions of a prompt refreshed at the latest sync; None when no such prompt is left for this batch"
-    ps = view.recent_prompts()
-    if not ps or (len(ps) <= len(self.taken) and self.taken.issuperset(ps)):
+    "K of the new completions of a prompt refreshed at the latest sync, else at the sync before, ... (`recent_pools`); None when no such prompt is left for this batch"
+    pools = view.recent_pools()
+    for name in [n for n in self.cycles if n.startswith('recent@') and int(n[7:]) not in dict(pools)]: del self.cycles[name]  # periods gone by
+    for depth, (period, ps) in enumerate(pools):
+        if not (len(ps) <= len(self.taken) and self.taken.issuperset(ps)): break
+    else:
         stats['sample/recent_fallback'] += 1
         return None
-    p = self._pick('recent', ps, view.recent_key())
-    new = view.recent_group(p)
+    stats['sample/recent_served'] += 1
+    stats['sample/recent_reached_back'] += depth > 0
+    p = self._pick(f'recent@{period}', ps)
+    new = view.recent_group(p, period)
     if len(new) >= k: return self._take(new, k, stats)
     stats['sample/short_recent'] += 1
     if fill == 'repeat' and new: return [new[i] for i in self.rng.choice(len(new), k, replace=True)]
@@ -148,7 +156,7 @@ def _reward_slot(self:Sampler, view, k:int, stats:Counter, inv_temp:float=0.) ->
 def _sample_stats(groups, stats, version):
     rewards = np.array([t.reward for g in groups for t in g])
     prompts, sets = [g[0].prompt_id for g in groups], [tuple(sorted(map(id, g))) for g in groups]
-    out = {**stats, 'sample/reward_mean': float(rewards.mean()),
+    out = {**stats, 'sample/reward_mean': float(rewards.mean()), 'sample/recent_fraction': stats['sample/recent_served'] / len(groups),
            'sample/repeated_prompts': len(prompts) - len(set(prompts)), 'sample/duplicate_groups': len(sets) - len(set(sets))}
     if version is not None:
         s = version - np.array([t.version for g in groups for t in g])
@@ -208,11 +216,13 @@ class _FreshView:
         self.buffer, self.min_version, self._cache = buffer, min_version, {}
         self._prompts = [p for p in buffer.prompts() if buffer.newest_version(p) >= min_version]
         keep = set(self._prompts)
+        self._pools = [(k, kept) for k, ps in buffer.recent_pools() if (kept := [p for p in ps if p in keep])]
         self._recent = [p for p in buffer.recent_prompts() if p in keep]
     def prompts(self): return self._prompts
     def recent_prompts(self): return self._recent
+    def recent_pools(self): return self._pools
     def recent_key(self): return self.buffer.recent_key()
-    def recent_group(self, p): return [t for t in self.buffer.recent_group(p) if t.version >= self.min_version]
+    def recent_group(self, p, period=None): return [t for t in self.buffer.recent_group(p, period) if t.version >= self.min_version]
     def group(self, p):
         if p not in self._cache: self._cache[p] = [t for t in self.buffer.group(p) if t.version >= self.min_version]
         return self._cache[p]

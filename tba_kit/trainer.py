@@ -18,8 +18,8 @@ from .models import require
 from .objectives import Objective
 
 # %% auto #0
-__all__ = ['LOSS_LIMIT', 'select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer', 'StepRefused', 'Diverged',
-           'clock_step']
+__all__ = ['LOSS_LIMIT', 'select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer', 'off_policy_stats',
+           'StepRefused', 'Diverged', 'clock_step']
 
 # %% ../nbs/08_trainer.ipynb #04699f16
 def select_rows(batch:Batch, rows:list) -> Batch:
@@ -167,6 +167,16 @@ def _logprobs(self:Trainer, model, mb:Batch, need_repr:bool=False) -> tuple:
     last = mb.completion_mask.float().argmax(-1) - 1  # [b]
     return lp, out.hidden_states[-1][torch.arange(len(mb)), last].float()  # [b, H]
 
+# %% ../nbs/08_trainer.ipynb #a28bb56b
+def off_policy_stats(lp:torch.Tensor, mb:Batch) -> dict:
+    "How far the trainer's policy is from the one that sampled `mb`, on its completion tokens: the mean log-ratio log pi_trainer - log pi_behaviour, and the k3 estimate of KL(behaviour || trainer)"
+    with torch.no_grad():
+        beh = mb.behaviour_logprobs.to(lp.device, torch.float32)
+        on = mb.completion_mask & torch.isfinite(beh)  # tokens whose behaviour log-prob the searcher gave
+        d = torch.where(on, lp.detach().float() - beh, 0.)  # [b, L]
+        n = on.sum().clamp(min=1)
+        return {'offpolicy/log_ratio': d.sum() / n, 'offpolicy/kl': torch.where(on, d.exp() - 1 - d, 0.).sum() / n}
+
 # %% ../nbs/08_trainer.ipynb #d8859240
 @patch
 def _backward(self:Trainer, mb:Batch, w:float, scale:float=1.) -> dict:
@@ -176,7 +186,7 @@ def _backward(self:Trainer, mb:Batch, w:float, scale:float=1.) -> dict:
     lp, prompt_repr = self._forward(mb)
     out = self.objective(lp, mb, prompt_repr)
     (out.loss * (w * scale)).backward()
-    return {k: v.detach().float() * w for k, v in {**out.terms, **out.metrics, 'loss': out.loss}.items()}
+    return {k: v.detach().float() * w for k, v in {**out.terms, **out.metrics, **off_policy_stats(lp, mb), 'loss': out.loss}.items()}
 
 # %% ../nbs/08_trainer.ipynb #957650dc
 @patch

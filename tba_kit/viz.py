@@ -16,7 +16,8 @@ from .checkpoints import find_checkpoint
 from .models import require
 
 # %% auto #0
-__all__ = ['read_metrics', 'curves', 'health', 'diversity', 'buffer_histograms', 'histograms', 'timeline', 'pareto', 'answers']
+__all__ = ['read_metrics', 'curves', 'health', 'diversity', 'buffer_histograms', 'histograms', 'timeline', 'pareto', 'divergence',
+           'answers']
 
 # %% ../nbs/12_viz.ipynb #b74556b0
 def read_metrics(run, file:str='metrics.jsonl') -> list:
@@ -105,12 +106,13 @@ def curves(runs, x:str='step', window:int=10, reward_key:str='reward/mean', eval
 # %% ../nbs/12_viz.ipynb #26cc738c
 _HEALTH = [('loss/tb', 'TB loss'), ('tb/logZ', 'log Z'), ('eval/kl', 'KL to reference (fresh samples)'),
            ('ref/log_ratio', 'log-ratio to reference (replayed)'), ('buffer/size', 'buffer size'),
-           ('buffer/staleness_mean', 'mean staleness (versions)'), ('search/tokens_per_s', 'searcher tokens/s')]
+           ('buffer/staleness_mean', 'mean staleness (versions)'), ('offpolicy/kl', 'KL behaviour → trainer (trained tokens)'),
+           ('search/tokens_per_s', 'searcher tokens/s')]
 
 def health(runs, x:str='step'):
     "A grid of run-health series plus the trainer's busy and waiting seconds per step"
     go, sp = _plotly('graph_objects'), _plotly('subplots')
-    titles = [t for _, t in _HEALTH] + ['trainer seconds per step (busy / waiting)']  # the last panel: row 3, column 2
+    titles = [t for _, t in _HEALTH] + ['trainer seconds per step (busy / waiting)']  # the last panel: row 3, column 3
     fig = sp.make_subplots(rows=3, cols=3, subplot_titles=titles)
     for j, (name, rows) in enumerate(_runs(runs).items()):
         for i, (key, _) in enumerate(_HEALTH):
@@ -119,7 +121,7 @@ def health(runs, x:str='step'):
                                             line_color=_color(j)), i // 3 + 1, i % 3 + 1)
         for key, label in (('train/step_seconds', 'busy'), ('train/wait_seconds', 'waiting')):
             xs, ys = _series([r for r in rows if 'train/step' in r], key, x)
-            fig.add_trace(go.Bar(x=xs, y=ys, name=f"{name} {label}", legendgroup=name), 3, 2)
+            fig.add_trace(go.Bar(x=xs, y=ys, name=f"{name} {label}", legendgroup=name), 3, 3)
     fig.update_layout(barmode='stack', height=750, margin=dict(t=40, b=40))
     return fig
 
@@ -239,6 +241,28 @@ def pareto(runs:dict, last:int=3, kl_key:str='eval/kl', reward_key:str='eval/rew
         kl, rw = sum(r[kl_key] for r in tail) / len(tail), sum(r[reward_key] for r in tail) / len(tail)
         fig.add_trace(go.Scatter(x=[kl], y=[rw], mode='markers+text', text=[name], textposition='top center', name=name, marker=dict(size=12, color=_color(j))))
     fig.update_layout(xaxis_title=f"{kl_key} (last {last} evaluations)", yaxis_title=reward_key, height=380, margin=dict(t=30, b=40))
+    return fig
+
+# %% ../nbs/12_viz.ipynb #972ccee2
+def divergence(results):
+    "Per objective: each arm's gap to on-policy (points) against its measured KL(behaviour || trainer), from `benchmarks/off_policy.py`'s results"
+    go = _plotly('graph_objects')
+    res = results.get('results', results) if isinstance(results, dict) else json.loads(Path(results).read_text())['results']
+    fig = go.Figure()
+    for j, (obj, r) in enumerate(res.items()):
+        arms = sorted(((a, v) for a, v in r.get('arms', {}).items() if v.get('kl')), key=lambda av: av[1]['kl'][0])
+        if not arms: raise ValueError(f"objective {obj!r} has no arm with a measured KL: these runs were made before offpolicy/kl was logged")
+        kl = [max(v['kl'][0], 1e-9) for _, v in arms]  # a log axis: an exact 0 drawn at 1e-9
+        gap = [100 * v['gap'] for _, v in arms]
+        fig.add_trace(go.Scatter(x=kl, y=gap, mode='lines+markers+text', text=[a for a, _ in arms], textposition='top center', name=obj,
+                                 line_color=_color(j),
+                                 error_x=dict(type='data', symmetric=False, array=[max(v['kl'][2], 1e-9) - k for (_, v), k in zip(arms, kl)],
+                                              arrayminus=[k - max(v['kl'][1], 1e-9) for (_, v), k in zip(arms, kl)]),
+                                 error_y=dict(type='data', symmetric=False, array=[100 * v['gap_ci'][1] - g for (_, v), g in zip(arms, gap)],
+                                              arrayminus=[g - 100 * v['gap_ci'][0] for (_, v), g in zip(arms, gap)])))
+    fig.add_hline(y=0, line_dash='dot', line_color='grey')
+    fig.update_layout(xaxis_type='log', xaxis_title='KL(behaviour ‖ trainer) on the trained tokens, mean over steps',
+                      yaxis_title='gap to on-policy at equal steps (points)', height=400, margin=dict(t=30, b=40))
     return fig
 
 # %% ../nbs/12_viz.ipynb #08d2c9ac

@@ -130,16 +130,19 @@ def test_steps_to_interpolates_between_evaluations(tmp_path):
 
 @pytest.mark.slow
 def test_off_policy_smoke(tmp_path):
-    "Both arms train on the tiny model; the stale arm's data lags 0, 1, 0, 1, ... versions (sync_every 2), the on-policy arm's 0"
+    "Every arm trains on the tiny model: the stale arms' data lags 0, 1, 0, 1 (sync_every 2) and 0, 1, 2, ... (sync_every 3) versions, the on-policy arm's 0; the measured divergence grows with the lag"
     res = _off_policy().main(['--smoke', '--out_root', str(tmp_path)])
     assert set(res) == {'tb', 'grpo_tis'}
     for obj in res:
-        lag = [json.loads(l) for l in open(tmp_path / f'{obj}_lag2_seed0' / 'metrics.jsonl')]
-        on = [json.loads(l) for l in open(tmp_path / f'{obj}_on_seed0' / 'metrics.jsonl')]
-        assert [r['train/staleness'] for r in lag if 'train/step' in r] == [0., 1.] * 3
-        assert [r['train/staleness'] for r in on if 'train/step' in r] == [0.] * 4
-        assert not (tmp_path / f'{obj}_lag2_seed0' / 'checkpoints').exists()  # deleted once evaluated
+        stale = lambda arm: [r['train/staleness'] for r in map(json.loads, open(tmp_path / f'{obj}_{arm}_seed0' / 'metrics.jsonl')) if 'train/step' in r]
+        assert (stale('on'), stale('lag2'), stale('lag3')) == ([0.] * 4, [0., 1.] * 2, [0., 1., 2.] * 2)
+        assert not (tmp_path / f'{obj}_lag3_seed0' / 'checkpoints').exists()  # deleted once evaluated
         assert 0 <= res[obj]['on_policy_final'] <= 1 and res[obj]['seeds'] == 1
+        arms = res[obj]['arms']
+        assert set(arms) == {'on', 'lag2', 'lag3', 'async'} and arms['on']['gap'] == 0
+        assert arms['on']['kl'][0] < 1e-12 < min(arms[a]['kl'][0] for a in ('lag2', 'lag3', 'async')), arms  # fp32 on both sides: only stale weights move it (~1e-7 at lr 1e-5)
+        assert all(len(arm['kl']) == 3 for arm in arms.values())
+    assert (tmp_path / 'divergence.svg').read_text().count('<circle') == 8  # every arm of both objectives
     for run in tmp_path.glob('*_seed0'): shutil.rmtree(run)  # the run folders gone (a fresh clone): the kept records remain
     assert _off_policy().main(['--smoke', '--out_root', str(tmp_path), '--report']) == res
 

@@ -106,3 +106,46 @@ def test_staleness_cap_sees_only_fresh_new_completions():
     s = StalenessCap(RecencySampler(seed=0), max_staleness=0)
     groups = s.sample(buf, 6, 4, version=1).groups
     assert {t.version for g in groups for t in g} == {1} and {g[0].prompt_id for g in groups} == set(new)
+
+
+def _feed(steps, searches, prompts_per_search, k, slots, m, sync_every=1, n_prompts=5440, seed=0, warmup=8):
+    "The loop's feeding in miniature: `searches(rng)` searches of `prompts_per_search` new prompts (k completions each) land per step, a batch of `slots` is drawn, weights sync every `sync_every` steps; the share of recency slots per batch after `warmup` steps"
+    rng, buf, s, shares = np.random.default_rng(seed), ReplayBuffer(), MixedSampler(p_recent=m, seed=seed), []
+    for step in range(steps):
+        for _ in range(searches(rng) if step >= 2 else 4):  # a prefill of a few searches first, as the loop's
+            for p in rng.choice(n_prompts, prompts_per_search, replace=False):
+                buf.add(traj(int(p), int(rng.integers(1000)), float(rng.random() < 0.5), version=step) for _ in range(k))
+        stats = s.sample(buf, slots, k, version=step).stats
+        if step >= warmup: shares.append(stats['sample/recent_fraction'])
+        if (step + 1) % sync_every == 0: buf.mark_sync()
+    return np.array(shares)
+
+
+@pytest.mark.parametrize('regime', ['main job: 0-1 searches of 4 prompts a step', 'GSM8K preset: 3 prompts a sync, 7 slots, sync_every 2'])
+def test_share_of_recency_slots_is_m_when_fewer_prompts_were_refreshed_than_slots(regime):
+    "The issue's regimes, where the latest sync refreshed fewer prompts than a batch wants: recency slots reach back to earlier syncs' prompts, so their share is still m"
+    m = 0.95
+    if regime.startswith('main'): shares, slots = _feed(1500, lambda rng: int(rng.integers(2)), 4, 8, 4, m), 4
+    else: shares, slots = _feed(1500, lambda rng: 1, 3, 20, 7, m, sync_every=2), 7
+    n = len(shares) * slots
+    assert abs(shares.mean() - m) <= 4 * math.sqrt(m * (1 - m) / n), (shares.mean(), m)
+    assert (shares == 0).mean() < 0.01  # a batch without a recency slot: (1 - m)^slots, not a quarter of them
+
+
+def test_recency_reaches_back_over_periods_in_order():
+    "Two prompts refreshed at the latest sync, three slots: the third takes a prompt of the sync before, the one before that only when needed"
+    buf = ReplayBuffer()
+    for v, ps in enumerate([['a', 'b'], ['c', 'd'], ['e', 'f']]):
+        buf.add(traj(p, 10 * v + i, version=v) for p in ps for i in range(4))
+        if v < 2: buf.mark_sync()
+    s = RecencySampler(seed=0)
+    for _ in range(20):
+        sample = s.sample(buf, 3, 2, version=2)
+        ids = [g[0].prompt_id for g in sample.groups]
+        assert set(ids[:2]) == {'e', 'f'} and ids[2] in ('c', 'd'), ids
+        assert sample.stats['sample/recent_fraction'] == 1 and sample.stats['sample/recent_reached_back'] == 1
+        assert all(t.version == 1 for t in sample.groups[2])  # the reached-back slot takes that period's new completions
+    assert {g[0].prompt_id for g in s.sample(buf, 6, 2, version=2).groups} == set('abcdef')
+    few = ReplayBuffer(recent_window=1)
+    few.add(traj('a', i) for i in range(4)); few.mark_sync(); few.add(traj('b', 10 + i, version=1) for i in range(4))
+    assert RecencySampler(seed=0).sample(few, 2, 2, version=1).stats['sample/recent_fraction'] == 0.5  # window 1: the paper's pool only
