@@ -201,7 +201,7 @@ def interval(r:dict, fmt:str='{:.1%}') -> str:
 
 
 def system_claims(rec:dict, what:str='held-out accuracy') -> list:
-    "The ledger's rows for a comparison of systems (peer_trl.py, per_step.py): each system's final accuracy, and its accuracy at step 30"
+    "The ledger's rows for a comparison of systems (peer_trl.py, per_step.py): each system's final accuracy, and its accuracy at steps 10, 20 and 30 where every run reached them"
     res, out = rec['results'], []
     for s, r in res['systems'].items():
         n = len(r['final']['per_seed'])
@@ -210,9 +210,10 @@ def system_claims(rec:dict, what:str='held-out accuracy') -> list:
         if r.get('ratio_to_trl_time') is not None:
             out.append({'claim': f"{s}: training time to {res['reference']}'s median final, as a share of {res['reference']}'s",
                         'value': f"{r['ratio_to_trl_time']:.2f}x"})
-    for s, r in (res.get('at_steps') or {}).get('30', {}).items():
-        n = len(r['per_seed'])
-        out.append({'claim': f"{s}: {what} at step 30 ({n} seed{'s' * (n > 1)})", 'value': interval(r)})
+    for step in ('10', '20', '30'):
+        for s, r in (res.get('at_steps') or {}).get(step, {}).items():
+            n = len(r['per_seed'])
+            out.append({'claim': f"{s}: {what} at step {step} ({n} seed{'s' * (n > 1)})", 'value': interval(r)})
     return out
 
 

@@ -11,14 +11,19 @@ sys.path.insert(0, str(ROOT / 'tools'))  # make_results, the ledger
 MARK = '<!-- headline results'  # the line of nbs/index.ipynb that the table replaces
 # the README's headline table: (results file, the start of a claim in benchmarks/RESULTS.md, how the README names it)
 HEADLINE = [
+    ('peer_trl.json', 'trl: final held-out accuracy', "TRL `GRPOTrainer` (dapo), 8 training minutes: final held-out accuracy"),
+    ('peer_trl.json', 'async: final held-out accuracy', "tba_kit TBA, async VarGrad (the main job), 8 training minutes"),
+    ('peer_trl.json', 'async: training time to', "TBA: training time to TRL's median final, as a share of TRL's"),
+    ('peer_trl.json', 'sync: final held-out accuracy', "tba_kit sync VarGrad, 8 training minutes"),
+    ('peer_dapo.json', 'trl: final held-out accuracy', "Second machine, TRL rerun beside tba_kit: TRL, 8 training minutes"),
+    ('peer_dapo.json', 'dapo: final held-out accuracy', "tba_kit sync with TRL's dapo loss, 8 training minutes"),
+    ('peer_dapo.json', 'dapo: training time to', "tba_kit sync dapo: training time to TRL's median final, as a share of TRL's"),
+    ('peer_trl.json', 'trl: held-out accuracy at step 10', "Per step: TRL at step 10"),
+    ('peer_trl.json', 'async: held-out accuracy at step 10', "Per step: TBA at step 10"),
+    ('peer_dapo.json', 'trl: held-out accuracy at step 20', "Per step: TRL at step 20 (second machine)"),
+    ('peer_dapo.json', 'dapo: held-out accuracy at step 20', "Per step: tba_kit sync dapo at step 20"),
     ('roofline.json', "TRL's training pass", "Trainer step on the main job's batch (s): TRL's `GRPOTrainer` training pass vs tba_kit's"),
     ('roofline.json', 'trainer step with the shared prompt pass', "tba_kit's trainer step (s): one prompt pass per group vs one per completion"),
-    ('per_step.json', 'trl_dapo: held-out accuracy at step 30', 'Held-out accuracy at step 30: TRL `GRPOTrainer`, dapo loss, on-policy'),
-    ('per_step.json', 'sync_dapo: held-out accuracy at step 30', 'Held-out accuracy at step 30: tba_kit sync, the same loss'),
-    ('per_step.json', 'async_vargrad: held-out accuracy at step 30', 'Held-out accuracy at step 30: tba_kit async, VarGrad (the main job at a constant lr)'),
-    ('per_step.json', 'trl_dapo: final held-out accuracy', 'Held-out accuracy at step 40: TRL `GRPOTrainer`, dapo loss'),
-    ('per_step.json', 'sync_dapo: final held-out accuracy', 'Held-out accuracy at step 40: tba_kit sync, the same loss'),
-    ('per_step.json', 'async_vargrad: final held-out accuracy', 'Held-out accuracy at step 40: tba_kit async, VarGrad'),
 ]
 
 
