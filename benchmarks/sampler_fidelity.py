@@ -68,7 +68,8 @@ def simulate(sampler, n_prompts, refreshed, slots, k, steps=2000, seed=0):
     rep_prompt = rep_group = 0
     shares = []
     for step in range(steps):
-        for _ in range(refreshed if isinstance(refreshed, int) else refreshed[rng.integers(len(refreshed))] if step else max(refreshed)):
+        n_new = refreshed if isinstance(refreshed, int) else max(refreshed) if step == 0 else refreshed[rng.integers(len(refreshed))]  # a list: the first sync always brings data
+        for _ in range(n_new):
             if pos == len(order): order, pos = list(rng.permutation(n_prompts)), 0
             p = int(order[pos]); pos += 1
             buf.add(Trajectory(p, [1], rng.integers(0, 1000, 4).tolist(), [-1.] * 4, reward=float(rng.random() < 0.5), version=step)

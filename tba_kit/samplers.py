@@ -217,7 +217,7 @@ class _FreshView:
         self._prompts = [p for p in buffer.prompts() if buffer.newest_version(p) >= min_version]
         keep = set(self._prompts)
         self._pools = [(k, kept) for k, ps in buffer.recent_pools() if (kept := [p for p in ps if p in keep])]
-        self._recent = [p for p in buffer.recent_prompts() if p in keep]
+        self._recent = self._pools[0][1] if self._pools and self._pools[0][0] == buffer.recent_key() else []  # as the buffer's recent_prompts
     def prompts(self): return self._prompts
     def recent_prompts(self): return self._recent
     def recent_pools(self): return self._pools
