@@ -19,12 +19,13 @@ as a multiple of N, median over seeds with a bootstrap interval over seeds (a se
 
     python benchmarks/off_policy.py --seeds 0 1 2 3 4 [--objectives tb vargrad grpo grpo_tis] [--lags 16] [--steps 40]
     python benchmarks/off_policy.py --seeds 0 1 2 --lags 1 2 4 8 16 --async_arm --name divergence   # robustness against measured divergence
-    python benchmarks/off_policy.py --seeds 0 1 2 --lags 16 --steps 320 --name paper_regime -- --lr=3e-6   # the paper's lag-to-length ratio
+    python benchmarks/off_policy.py --seeds 0 1 2 --lags 16 --steps 320 --eval_every 40 --on_curve --name paper_regime --device cuda --jobs 24 -- --lr=1e-6   # the paper's lag-to-length ratio (a GPU)
+    python benchmarks/off_policy.py --seeds 0 1 2 --lags 4 --steps 80 --eval_every 20 --on_curve --name paper_regime_cpu -- --lr=4e-6   # its CPU size: the same ratio, 4x the rate on 1/4 the steps
     python benchmarks/off_policy.py --seeds 0 1 2 3 4 --report   # analyse finished runs only (--resume: run the rest)
-    python benchmarks/off_policy.py --smoke                       # CI: the tiny model, two objectives, seconds
+    python benchmarks/off_policy.py --smoke                       # CI: the tiny model, two objectives, minutes
     python benchmarks/off_policy.py --seeds 3 4 --device cuda --jobs 16   # a GPU: every run at once (wall seconds shared)
 
-Every objective shares the main job's settings (beta 0.05 as a KL penalty in the reward, lr 1e-5, K 8, 4 prompts per
+Every objective shares the main job's settings (beta 0.01 as a KL penalty in the reward, lr 1e-5, K 8, 4 prompts per
 step; settings after `--` apply to every arm); 'grpo' is TRL's loss_type 'grpo' with its clip 0.2 and no importance
 correction, 'grpo_tis' adds TRL's truncated importance sampling (per-token weights pi_trainer / pi_searcher capped at 3). Searchers generate in fp32 on every machine (`auto` would pick
 bf16 where it is native), so that seeds run on different machines differ only in speed. A run's checkpoint is deleted
@@ -108,6 +109,7 @@ def analyse(runs:dict, n:int, horizon:int, main:str) -> dict:
         rng = np.random.default_rng(0)
         boot = np.median(mult[rng.integers(0, len(mult), (2000, len(mult)))], axis=1)
         res[obj] = {'seeds': len(pairs), 'on_policy_final': target, 'on_policy_final_ci': bootstrap_ci(on, stat=np.median),
+                    'on_policy_rise': rise([a for a, _ in pairs], n),
                     'stale_at_n': float(np.median(st.mean(1))), 'stale_at_n_ci': bootstrap_ci(st, stat=np.median),
                     'gap_at_n': float(np.median((st - on).mean(1))), 'gap_at_n_ci': bootstrap_ci(st - on, stat=np.median),
                     'stale_final': float(np.median([evals(b)[-1]['accuracy'] for _, b in pairs])),
@@ -115,6 +117,12 @@ def analyse(runs:dict, n:int, horizon:int, main:str) -> dict:
                     'steps_multiple': float(np.median(mult)), 'steps_multiple_ci': [float(np.quantile(boot, .025, method='nearest')), float(np.quantile(boot, .975, method='nearest'))],
                     'horizon_multiple': horizon / n, 'arms': {arm: arm_result([s[arm] for s in seeds], on, n) for arm in seeds[0]}}
     return res
+
+
+def rise(recs:list, n:int) -> float|None:
+    "Median over seeds of the on-policy runs' gain over their last evaluation interval before step n: above 0, still improving at n (None: no evaluation between 0 and n)"
+    gains = [ev[-1]['accuracy'] - ev[-2]['accuracy'] for ev in (evals(r) for r in recs) if len(ev) > 2 and ev[-1]['step'] == n]
+    return float(np.median(gains)) if len(gains) == len(recs) else None
 
 
 def arm_result(recs:list, on:np.ndarray, n:int) -> dict:
@@ -162,6 +170,8 @@ def report(res:dict, n:int, lag:int):
             (alo, ahi), (blo, bhi) = res[a]['gap_at_n_ci'], res[b]['gap_at_n_ci']
             print(f"{a} vs {b}: gaps {'separate' if ahi < blo or bhi < alo else 'overlap (within the noise)'}")
     print(f"(stale: weights {lag} steps apart, data 0..{lag - 1} versions behind; goal for tb / vargrad: steps multiple <= 1.25)")
+    for obj, r in res.items():
+        if r.get('on_policy_rise') is not None: print(f"{obj}: on-policy gain over its last evaluation interval before step {n}: {100 * r['on_policy_rise']:+.1f} points (median over seeds)")
 
 
 def main(argv):
@@ -171,6 +181,7 @@ def main(argv):
     ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2, 3, 4])
     ap.add_argument('--objectives', nargs='+', default=list(OBJECTIVES), choices=list(OBJECTIVES))
     ap.add_argument('--lags', type=int, nargs='+', default=[16], help='steps between weight syncs of the stale arms; the largest trains 1.5 N, the others N')
+    ap.add_argument('--on_curve', action='store_true', help='evaluate the on-policy arm every --eval_every steps too: is it still improving at N?')
     ap.add_argument('--async_arm', action='store_true', help="also an async arm (the main job's mode: replay, searchers beside the trainer), N steps")
     ap.add_argument('--steps', type=int, default=40, help='N: steps of the on-policy run (the largest lag trains 1.5 N)')
     ap.add_argument('--eval_every', type=int, default=10, help="steps between the largest lag's evaluations (must divide N)")
@@ -184,12 +195,12 @@ def main(argv):
     a = ap.parse_args(argv)
     if a.jobs < 1: ap.error(f"--jobs must be >= 1, got {a.jobs}")
     if min(a.lags) < 1 or max(a.lags) < 2: ap.error(f"--lags must be >= 1 with one above 1 (lag 1 is the on-policy arm itself), got {a.lags}")
-    shared = ['--searcher_threads=2', '--searcher_dtype=float32', '--time_limit=null', '--lr_schedule=constant', '--lr_schedule_by=steps',  # arms compared at equal steps
+    shared = ['--searcher_threads=2', '--searcher_dtype=float32', '--precision=fp32', '--time_limit=null', '--lr_schedule=constant', '--lr_schedule_by=steps',  # arms compared at equal steps
               '--eval_samples=0', '--checkpoint_every=0']
     if a.smoke:
-        a.seeds, a.objectives, a.lags, a.steps, a.eval_every, a.name, a.async_arm = [0], ['tb', 'grpo_tis'], [2, 3], 4, 2, None, True
+        a.seeds, a.objectives, a.lags, a.steps, a.eval_every, a.name, a.async_arm, a.on_curve = [0], ['tb', 'grpo_tis'], [2, 3], 4, 2, None, True, True
         shared += ['--model=tiny', '--precision=fp32', '--task_args={n_train: 16, n_test: 8, answer_prefix: "The answer is"}', '--searcher_threads=1', '--prefill=8']
-    if a.device != 'cpu': shared += [f'--device={a.device}', '--placement=inline', '--precision=fp32']
+    if a.device != 'cpu': shared += [f'--device={a.device}', '--placement=inline']
     out_root = ROOT / (a.out_root or ('runs/off_policy_smoke' if a.smoke else 'runs/off_policy'))
     horizon, main_lag = int(1.5 * a.steps), max(a.lags)
     records = ROOT / 'benchmarks' / 'results' / f'{a.name}_runs' if a.name else out_root / 'records'
@@ -197,7 +208,7 @@ def main(argv):
     for seed in a.seeds:
         for obj in a.objectives:
             common = [f'--seed={seed}', *shared, *OBJECTIVES[obj], *overrides]
-            arms = {'on': ['--mode=sync', f'--steps={a.steps}', '--eval_every=0']}
+            arms = {'on': ['--mode=sync', f'--steps={a.steps}', f'--eval_every={a.eval_every if a.on_curve else 0}']}
             for lag in sorted(set(a.lags) - {1}):  # lag 1 is the on-policy arm
                 last = lag == main_lag
                 arms[f'lag{lag}'] = ['--mode=sync', f'--steps={horizon if last else a.steps}', f'--sync_every={lag}', f'--eval_every={a.eval_every if last else 0}']
@@ -242,6 +253,13 @@ def claims(rec:dict) -> list:
                           f"{100 * r['gap_at_n']:+.1f} points [{100 * glo:+.1f}, {100 * ghi:+.1f}]"},
                 {'claim': f"{obj}: steps the stale run needs to reach the on-policy median accuracy, as a multiple of {n} (trained to {h:g}x)",
                  'value': f"{x(r['steps_multiple'])} [{x(lo)}, {x(hi)}]"}]
+        if r.get('on_policy_rise') is not None:
+            out.append({'claim': f"{obj}: on-policy gain over its last evaluation interval before step {n} (above 0: still improving), median over seeds",
+                        'value': f"{100 * r['on_policy_rise']:+.1f} points"})
+        out += [{'claim': f"{obj}, {arm}: measured KL(behaviour || trainer), mean over steps 1-{n} (median [range] over seeds); accuracy at step {n}; gap to on-policy",
+                 'value': f"{a['kl'][0]:.2g} [{a['kl'][1]:.2g}, {a['kl'][2]:.2g}]; {pct(a['at_n'], a['at_n_ci'])}; "
+                          f"{100 * a['gap']:+.1f} points [{100 * a['gap_ci'][0]:+.1f}, {100 * a['gap_ci'][1]:+.1f}]"}
+                for arm, a in sorted(r.get('arms', {}).items(), key=lambda kv: kv[1]['kl'][0] if kv[1]['kl'] else 0) if a['kl'] and arm != 'on']
     return out
 
 

@@ -138,11 +138,15 @@ def test_off_policy_smoke(tmp_path):
         assert (stale('on'), stale('lag2'), stale('lag3')) == ([0.] * 4, [0., 1.] * 2, [0., 1., 2.] * 2)
         assert not (tmp_path / f'{obj}_lag3_seed0' / 'checkpoints').exists()  # deleted once evaluated
         assert 0 <= res[obj]['on_policy_final'] <= 1 and res[obj]['seeds'] == 1
+        on = [e['eval/accuracy'] for e in map(json.loads, open(tmp_path / f'{obj}_on_seed0' / 'metrics.jsonl')) if 'eval/accuracy' in e]
+        assert res[obj]['on_policy_rise'] == pytest.approx(on[-1] - on[-2]) and len(on) == 3  # --on_curve: evaluated at steps 0, 2, 4
         arms = res[obj]['arms']
         assert set(arms) == {'on', 'lag2', 'lag3', 'async'} and arms['on']['gap'] == 0
         assert arms['on']['kl'][0] < 1e-12 < min(arms[a]['kl'][0] for a in ('lag2', 'lag3', 'async')), arms  # fp32 on both sides: only stale weights move it (~1e-7 at lr 1e-5)
         assert all(len(arm['kl']) == 3 for arm in arms.values())
     assert (tmp_path / 'divergence.svg').read_text().count('<circle') == 8  # every arm of both objectives
+    ledger = [c['claim'] for c in _off_policy().claims({'steps': 4, 'lag': 3, 'results': res}) if 'measured KL' in c['claim']]
+    assert [c.split(':')[0] for c in ledger] == [f'{o}, {a}' for o in res for a in sorted(['lag2', 'lag3', 'async'], key=lambda a: res[o]['arms'][a]['kl'][0])]
     for run in tmp_path.glob('*_seed0'): shutil.rmtree(run)  # the run folders gone (a fresh clone): the kept records remain
     assert _off_policy().main(['--smoke', '--out_root', str(tmp_path), '--report']) == res
 
