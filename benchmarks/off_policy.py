@@ -27,8 +27,9 @@ as a multiple of N, median over seeds with a bootstrap interval over seeds (a se
 
 Every objective shares the main job's settings (beta 0.01 as a KL penalty in the reward, lr 1e-5, K 8, 4 prompts per
 step; settings after `--` apply to every arm); 'grpo' is TRL's loss_type 'grpo' with its clip 0.2 and no importance
-correction, 'grpo_tis' adds TRL's truncated importance sampling (per-token weights pi_trainer / pi_searcher capped at 3). Searchers generate in fp32 on every machine (`auto` would pick
-bf16 where it is native), so that seeds run on different machines differ only in speed. A run's checkpoint is deleted
+correction, 'grpo_tis' adds TRL's truncated importance sampling (per-token weights pi_trainer / pi_searcher capped at 3). Searchers and trainer run in fp32 on every machine (`auto` would
+pick bf16 where it is native), so that seeds run on different machines differ in speed and fp32 rounding, not in
+precision (each record keeps its CPU's capability). A run's checkpoint is deleted
 once it is evaluated (1.5 GB each); its metrics and per-problem evaluations stay in runs/off_policy/, and a record of each
 finished run (its evaluations, every problem's correctness, wall seconds, the machine) in
 benchmarks/results/off_policy_runs/, which `--resume` and `--report` read: a fresh clone keeps what was measured.
