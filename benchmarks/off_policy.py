@@ -32,7 +32,7 @@ pick bf16 where it is native), so that seeds run on different machines differ in
 precision (each record keeps its CPU's capability). A run's checkpoint is deleted
 once it is evaluated (1.5 GB each); its metrics and per-problem evaluations stay in runs/off_policy/, and a record of each
 finished run (its evaluations, every problem's correctness, wall seconds, the machine) in
-benchmarks/results/off_policy_runs/, which `--resume` and `--report` read: a fresh clone keeps what was measured.
+benchmarks/results/<name>_runs/, which `--resume` and `--report` read: a fresh clone keeps what was measured.
 """
 import argparse, json, platform, sys
 from concurrent.futures import ThreadPoolExecutor
