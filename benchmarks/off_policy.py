@@ -136,13 +136,18 @@ def arm_result(recs:list, on:np.ndarray, n:int) -> dict:
             'gap': float(np.median((acc - on).mean(1))), 'gap_ci': bootstrap_ci(acc - on, stat=np.median), 'kl': spread(kl), 'log_ratio': spread(lr)}
 
 
+def by_kl(r:dict) -> list:
+    "An objective's (arm, result) pairs in order of measured KL (arms recorded before it was logged first)"
+    return sorted(r.get('arms', {}).items(), key=lambda kv: (kv[1]['kl'] or [0])[0])
+
+
 def divergence_table(res:dict, n:int):
     "Per objective and arm: the measured divergence against the accuracy at step n and the gap to on-policy"
     print(f"\n| objective | arm | KL(behaviour || trainer), median [range] | log-ratio | accuracy at step {n} | gap to on-policy |")
     print("|---|---|---|---|---|---|")
     g = lambda v: 'not logged' if v is None else f"{v[0]:.2g} [{v[1]:.2g}, {v[2]:.2g}]"
     for obj, r in res.items():
-        for arm, a in sorted(r['arms'].items(), key=lambda kv: (kv[1]['kl'] or [0])[0]):
+        for arm, a in by_kl(r):
             print(f"| {obj} | {arm} | {g(a['kl'])} | {g(a['log_ratio'])} | {a['at_n']:.1%} [{a['at_n_ci'][0]:.1%}, {a['at_n_ci'][1]:.1%}] "
                   f"| {100 * a['gap']:+.1f} [{100 * a['gap_ci'][0]:+.1f}, {100 * a['gap_ci'][1]:+.1f}] |")
 
@@ -151,7 +156,7 @@ def divergence_svg(res:dict, path:Path, n:int):
     "The figure: per objective, each arm's gap to on-policy at step n against its measured KL (log scale), median with the seeds' KL range and the gap's interval"
     floor = lambda v: max(v, 1e-9)  # a log axis: an on-policy KL of exactly 0 (the same numbers on both sides) drawn at 1e-9
     series = {obj: [(floor(a['kl'][0]), 100 * a['gap'], floor(a['kl'][1]), floor(a['kl'][2]), 100 * a['gap_ci'][0], 100 * a['gap_ci'][1])
-                    for a in sorted(r['arms'].values(), key=lambda a: a['kl'][0]) if a['kl']] for obj, r in res.items()}
+                    for _, a in by_kl(r) if a['kl']] for obj, r in res.items()}
     points_svg(series, path, 'KL(behaviour || trainer) on the trained tokens, mean over steps (log scale)',
                f'gap to on-policy at step {n}, points', log_x=True)
 
@@ -184,7 +189,7 @@ def main(argv):
     ap.add_argument('--objectives', nargs='+', default=list(OBJECTIVES), choices=list(OBJECTIVES))
     ap.add_argument('--lags', type=int, nargs='+', default=[16], help='steps between weight syncs of the stale arms; the largest trains 1.5 N, the others N')
     ap.add_argument('--on_curve', action='store_true', help='evaluate the on-policy arm every --eval_every steps too: is it still improving at N?')
-    ap.add_argument('--async_arm', action='store_true', help="also an async arm (the main job's mode: replay, searchers beside the trainer), N steps")
+    ap.add_argument('--async_arm', action='store_true', help="also an async arm (the main job's mode: replay, one searcher thread beside the trainer; run alone on the machine), N steps")
     ap.add_argument('--steps', type=int, default=40, help='N: steps of the on-policy run (the largest lag trains 1.5 N)')
     ap.add_argument('--eval_every', type=int, default=10, help="steps between the largest lag's evaluations (must divide N)")
     ap.add_argument('--out_root', default=None, help='where the runs go (default: runs/off_policy, runs/off_policy_smoke)')
@@ -201,7 +206,7 @@ def main(argv):
               '--eval_samples=0', '--checkpoint_every=0']
     if a.smoke:
         a.seeds, a.objectives, a.lags, a.steps, a.eval_every, a.name, a.async_arm, a.on_curve = [0], ['tb', 'grpo_tis'], [2, 3], 4, 2, None, True, True
-        shared += ['--model=tiny', '--precision=fp32', '--task_args={n_train: 16, n_test: 8, answer_prefix: "The answer is"}', '--searcher_threads=1', '--prefill=8']
+        shared += ['--model=tiny', '--task_args={n_train: 16, n_test: 8, answer_prefix: "The answer is"}', '--searcher_threads=1', '--prefill=8']
     if a.device != 'cpu': shared += [f'--device={a.device}', '--placement=inline']
     out_root = ROOT / (a.out_root or ('runs/off_policy_smoke' if a.smoke else 'runs/off_policy'))
     horizon, main_lag = int(1.5 * a.steps), max(a.lags)
@@ -261,7 +266,7 @@ def claims(rec:dict) -> list:
         out += [{'claim': f"{obj}, {arm}: measured KL(behaviour || trainer), mean over steps 1-{n} (median [range] over seeds); accuracy at step {n}; gap to on-policy",
                  'value': f"{a['kl'][0]:.2g} [{a['kl'][1]:.2g}, {a['kl'][2]:.2g}]; {pct(a['at_n'], a['at_n_ci'])}; "
                           f"{100 * a['gap']:+.1f} points [{100 * a['gap_ci'][0]:+.1f}, {100 * a['gap_ci'][1]:+.1f}]"}
-                for arm, a in sorted(r.get('arms', {}).items(), key=lambda kv: kv[1]['kl'][0] if kv[1]['kl'] else 0) if a['kl'] and arm != 'on']
+                for arm, a in by_kl(r) if a['kl'] and arm != 'on']
     return out
 
 
