@@ -1,5 +1,5 @@
 "The package imports fast, without optional heavy dependencies; every module is what its notebook exports; the README is generated from nbs/index.ipynb."
-import re, subprocess, sys, tempfile
+import json, re, subprocess, sys, tempfile
 from pathlib import Path
 
 import pytest
@@ -44,6 +44,26 @@ def test_every_module_is_its_notebooks_export():
 def test_readme_is_generated_from_index_notebook():
     out = subprocess.run([sys.executable, 'tools/make_readme.py', '--check'], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_ledger_says_where_and_from_what_code_each_result_ran(tmp_path, monkeypatch):
+    "A result that kept its runs' records is traced to the runs, counted where they differ (machines, commits, versions), and a run recorded before its commit was says so; a README marker shows a file's rows"
+    monkeypatch.syspath_prepend(str(ROOT / 'tools'))
+    import make_readme, make_results
+    monkeypatch.setattr(make_results, 'ROOT', tmp_path)
+    cpu = {'cpu': 'AMD EPYC', 'cores': 2, 'isa': ['avx2'], 'gpu': None}
+    made = lambda c: {'commit': c * 40, 'machine': cpu, 'versions': {'torch': '2.13.0'}}
+    runs = {'a.json': made('a'), 'b.json': {**made('b'), 'machine': {**cpu, 'gpu': 'NVIDIA H200'}}, 'old.json': {'cpu_capability': 'AVX512', 'device': 'cpu'}}
+    for name, r in runs.items(): (tmp_path / name).write_text(json.dumps(r))
+    rec = {**made('c'), 'runs': {'tb': [['a.json', 'b.json'], ['old.json', 'gone.json']]}}  # nested as off_policy.py writes them; gone.json: not here
+    assert make_results.commit_of(rec) == 'aaaaaaa (1 run), bbbbbbb (1 run), not recorded (runs made before runs recorded it; analysed at ccccccc) (1 run)'
+    assert make_results.of_runs(rec, make_results.machine_of) == 'AMD EPYC, 2 cores, avx2 (1 run), AMD EPYC, 2 cores, avx2, NVIDIA H200 (1 run), a CPU (AVX512) (1 run)'
+    assert make_results.of_runs({**rec, 'runs': {'tb': ['a.json']}}, make_results.machine_of) == 'AMD EPYC, 2 cores, avx2'  # one machine: named once
+    assert make_results.of_runs({**rec, 'runs': {}}, make_results.versions_of) == 'torch 2.13.0, transformers None, TRL None'  # no runs kept: the result's own
+    monkeypatch.setattr(make_results, 'rows', lambda: [{'file': 'x.json', 'claim': 'gap | at 40', 'value': '-5 points', 'commit': 'ccccccc'}])
+    assert make_readme.filled('<!-- ledger: x.json -->').splitlines()[2] == '| gap \\| at 40 | -5 points |'
+    with pytest.raises(SystemExit, match="'y.json'"): make_readme.filled('<!-- ledger: y.json -->')
+    assert make_readme.filled('plain text') == 'plain text'
 
 
 def test_license_and_the_contributors_kit():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tools'))
-from make_readme import MARK, headline  # noqa: E402  the README's table of numbers from the ledger
+from make_readme import filled  # noqa: E402  the README's tables of numbers from the ledger
 from render_notebooks import PLOTLY  # noqa: E402
 SRC, DOCS, SITE = ROOT / 'nbs', ROOT / '_docs', ROOT / '_site'
 PAGES = DOCS / 'pages'  # the processed notebooks; mkdocs.yml sits beside this folder
@@ -102,9 +102,9 @@ def process(nb_path: Path, dest: Path) -> int:
     dest.parent.mkdir(parents=True, exist_ok=True)
     write_nb(nb, dest)
     raw = json.loads(dest.read_text())
-    for c in raw['cells']:  # the README's headline table, and links that work on the site
+    for c in raw['cells']:  # the README's tables from the ledger, and links that work on the site
         if c['cell_type'] != 'markdown': continue
-        text = '\n'.join(headline() if l.startswith(MARK) else l for l in ''.join(c['source']).splitlines())
+        text = '\n'.join(map(filled, ''.join(c['source']).splitlines()))
         c['source'] = site_links(text, ROOT / 'README.md' if nb_path == SRC / 'index.ipynb' else nb_path, dest)  # index.ipynb is written as the README
     done = [finish(c) for c in raw['cells']]
     raw['cells'] = [c for c, _ in done if ''.join(c['source']).strip() or c.get('outputs')]

@@ -9,6 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tools'))  # make_results, the ledger
 MARK = '<!-- headline results'  # the line of nbs/index.ipynb that the table replaces
+LEDGER_MARK = '<!-- ledger: '  # a line '<!-- ledger: FILE -->' of nbs/index.ipynb becomes the ledger's rows for that results file
 # the README's headline table: (results file, the start of a claim in benchmarks/RESULTS.md, how the README names it)
 HEADLINE = [
     ('peer_trl.json', 'trl: final held-out accuracy', "TRL `GRPOTrainer` (dapo), 8 training minutes: final held-out accuracy"),
@@ -27,6 +28,19 @@ HEADLINE = [
 ]
 
 
+def anchor(file: str) -> str: return re.sub(r'[^\w-]', '', file.lower())  # a ledger heading's id, as GitHub and the docs site make it
+
+
+def ledger_table(line: str) -> str:
+    "Every row the results ledger has for one results file, and where they came from"
+    from make_results import cell, rows
+    file = line.removeprefix(LEDGER_MARK).removesuffix('-->').strip()
+    found = [r for r in rows() if r['file'] == file]
+    if not found: sys.exit(f"nbs/index.ipynb shows the ledger's rows of {file!r}, but benchmarks/RESULTS.md has none: is it a traced results file? (python tools/make_results.py)")
+    return '\n'.join(['| measured | number |', '|---|---|', *(f"| {cell(r['claim'])} | {cell(r['value'])} |" for r in found), '',
+                      f"(The ledger's rows for [{file}](benchmarks/RESULTS.md#{anchor(file)}); commit {found[0]['commit']}.)"])
+
+
 def headline() -> str:
     "The headline table, each number a row of the results ledger (tools/make_results.py)"
     from make_results import rows
@@ -34,9 +48,13 @@ def headline() -> str:
     for file, start, label in HEADLINE:
         found = [r for r in ledger if r['file'] == file and r['claim'].startswith(start)]
         if len(found) != 1: sys.exit(f"the README's headline {label!r} matches {len(found)} rows of benchmarks/RESULTS.md ({file}: {start!r}), not one")
-        anchor = re.sub(r'[^\w-]', '', file.lower())  # the heading's id, as GitHub and the docs site make it
-        out.append(f"| {label} | {found[0]['value']} | {found[0]['claim']} ([{file}](benchmarks/RESULTS.md#{anchor}), {found[0]['commit']}) |")
+        out.append(f"| {label} | {found[0]['value']} | {found[0]['claim']} ([{file}](benchmarks/RESULTS.md#{anchor(file)}), {found[0]['commit']}) |")
     return '\n'.join(out)
+
+
+def filled(line: str) -> str:
+    "A line of nbs/index.ipynb, a marker replaced by its table from the ledger"
+    return headline() if line.startswith(MARK) else ledger_table(line) if line.startswith(LEDGER_MARK) else line
 
 
 def render(nb_path: Path) -> str:
@@ -47,7 +65,7 @@ def render(nb_path: Path) -> str:
         lines = src.splitlines()
         directives = [l for l in lines if l.startswith('#|')]
         if any(d.split()[1:2] in (['hide'], ['default_exp'], ['export'], ['exporti']) for d in directives if len(d.split()) > 1): continue
-        body = '\n'.join(headline() if l.startswith(MARK) else l for l in lines if not l.startswith('#|')).strip('\n')
+        body = '\n'.join(filled(l) for l in lines if not l.startswith('#|')).strip('\n')
         if not body: continue
         parts.append(body if c['cell_type'] == 'markdown' else f"```python\n{body}\n```")
     return "<!-- generated from nbs/index.ipynb by tools/make_readme.py: edit the notebook, not this file -->\n\n" + '\n\n'.join(parts) + '\n'

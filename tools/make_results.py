@@ -38,18 +38,37 @@ def claims_of(script: Path, rec: dict) -> list:
     return script_module(script).claims(rec)
 
 
+def kept_runs(rec: dict) -> list:
+    "The records of its runs that a result names (benchmarks/results/<name>_runs/*.json, at any depth of its `runs`) and that are still here"
+    names = lambda v: [f for x in v for f in names(x)] if isinstance(v, (list, dict)) and not isinstance(v, str) else [v] if isinstance(v, str) and v.endswith('.json') else []
+    return [json.loads(f.read_text()) for f in (ROOT / n for n in names(list((rec.get('runs') or {}).values()))) if f.exists()]
+
+
+def of_runs(rec: dict, what) -> str:
+    "`what(record)` of a result's runs where it kept their records, counted where they differ (most common first), else of the result itself"
+    found = [*map(what, kept_runs(rec) or [rec])]
+    return found[0] if len(set(found)) == 1 else ', '.join(f"{t} ({n} run{'s' * (n > 1)})" for t, n in collections.Counter(found).most_common())
+
+
 def commit_of(rec: dict) -> str:
-    "The code a result's numbers came from: the commit of its runs where it kept their records (a --report names its own), else its own"
+    "The code a result's numbers came from: its runs' commits where it kept their records (a --report names its own), else its own"
     made = lambda r: r['commit'][:7] + (' +changes' if r.get('dirty') else '')
-    runs = [ROOT / f for fs in (rec.get('runs') or {}).values() if isinstance(fs, list) for f in fs if isinstance(f, str) and f.endswith('.json')]
-    kept = [json.loads(f.read_text()) for f in runs if f.exists()]
-    if not kept or not all('commit' in r for r in kept): return made(rec)
-    return ', '.join(f"{c} ({n} run{'s' * (n > 1)})" for c, n in collections.Counter(map(made, kept)).most_common())
+    return of_runs(rec, lambda r: made(r) if 'commit' in r else f"not recorded (runs made before runs recorded it; analysed at {made(rec)})")
 
 
 def machine(m: dict) -> str:
     emulated = f" run as {m['emulated_isa']}" if m.get('emulated_isa') else ''
     return f"{m['cpu']}, {m['cores']} cores, {'/'.join(m['isa']) or 'no AVX'}{emulated}" + (f", {m['gpu']}" if m.get('gpu') else '')
+
+
+def machine_of(r: dict) -> str:
+    "Where a run ran (one recorded before its machine was: its device or CPU capability)"
+    return machine(r['machine']) if 'machine' in r else r['device'] if r.get('device', 'cpu') != 'cpu' else f"a CPU ({r.get('cpu_capability', 'capability not recorded')})"
+
+
+def versions_of(r: dict) -> str:
+    v = r.get('versions')
+    return f"torch {v.get('torch')}, transformers {v.get('transformers')}, TRL {v.get('trl')}" if v else 'versions not recorded'
 
 
 def cell(s) -> str: return str(s).replace('|', '\\|').replace('\n', ' ')
@@ -81,8 +100,7 @@ def render() -> str:
            f'## Traced results ({len(traced)} files)']
     for f, rec in traced:
         out += ['', f"### [{f.name}](results/{f.name})", '', f"`{rec['command']}`", '',
-                f"commit {commit_of(rec)} · {machine(rec['machine'])} · torch {rec['versions'].get('torch')}, transformers "
-                f"{rec['versions'].get('transformers')}, TRL {rec['versions'].get('trl')} · {rec['date'][:10]}", '',
+                f"commit {commit_of(rec)} · {of_runs(rec, machine_of)} · {of_runs(rec, versions_of)} · {rec['date'][:10]}", '',
                 '| claim | number |', '|---|---|']
         out += [f"| {cell(c['claim'])} | {cell(c['value'])} |" for c in claims_of(script_of(rec['command']), rec)]
     out += ['', f'## Results without provenance ({len(untraced)} files)', '',
