@@ -47,21 +47,29 @@ def test_readme_is_generated_from_index_notebook():
 
 
 def test_the_ledger_says_where_and_from_what_code_each_result_ran(tmp_path, monkeypatch):
-    "A result that kept its runs' records is traced to the runs, counted where they differ (machines, commits, versions), and a run recorded before its commit was says so; a README marker shows a file's rows"
+    "A result that kept its runs' records (named at any depth of its `runs`) is traced to them: commits counted, machines, versions and days named once where they agree; runs recorded before their commit or machine was, and named runs not here, say so; a README marker shows a file's rows"
     monkeypatch.syspath_prepend(str(ROOT / 'tools'))
     import make_readme, make_results
     monkeypatch.setattr(make_results, 'ROOT', tmp_path)
     cpu = {'cpu': 'AMD EPYC', 'cores': 2, 'isa': ['avx2'], 'gpu': None}
-    made = lambda c: {'commit': c * 40, 'machine': cpu, 'versions': {'torch': '2.13.0'}}
-    runs = {'a.json': made('a'), 'b.json': {**made('b'), 'machine': {**cpu, 'gpu': 'NVIDIA H200'}}, 'old.json': {'cpu_capability': 'AVX512', 'device': 'cpu'}}
+    made = lambda c, day: {'commit': c * 40, 'machine': cpu, 'versions': {'torch': '2.13.0'}, 'date': f'2026-11-{day}T10:00'}
+    runs = {'a.json': made('a', 27), 'b.json': {**made('b', 29), 'machine': {**cpu, 'gpu': 'NVIDIA H200'}, 'versions': {'torch': '2.14.0'}},
+            'old.json': {'cpu_capability': 'AVX512', 'device': 'cpu'}, 'gpu.json': {'device': 'NVIDIA H200'}, 'bare.json': {'device': None}}
     for name, r in runs.items(): (tmp_path / name).write_text(json.dumps(r))
-    rec = {**made('c'), 'runs': {'tb': [['a.json', 'b.json'], ['old.json', 'gone.json']]}}  # nested as off_policy.py writes them; gone.json: not here
-    assert make_results.commit_of(rec) == 'aaaaaaa (1 run), bbbbbbb (1 run), not recorded (runs made before runs recorded it; analysed at ccccccc) (1 run)'
+    rec = {**made('c', 30), 'runs': {'tb': [{'on': 'a.json', 'lag': 'b.json'}, ['old.json', 'gone.json', 'log.txt']]}}  # nested; gone.json is not here
+    assert make_results.commit_of(rec) == ('aaaaaaa (1 run), bbbbbbb (1 run), not recorded (made before runs recorded their commit; analysed at ccccccc) (1 run)'
+                                           '; 1 of the 4 runs it names are not here')
     assert make_results.of_runs(rec, make_results.machine_of) == 'AMD EPYC, 2 cores, avx2 (1 run), AMD EPYC, 2 cores, avx2, NVIDIA H200 (1 run), a CPU (AVX512) (1 run)'
-    assert make_results.of_runs({**rec, 'runs': {'tb': ['a.json']}}, make_results.machine_of) == 'AMD EPYC, 2 cores, avx2'  # one machine: named once
-    assert make_results.of_runs({**rec, 'runs': {}}, make_results.versions_of) == 'torch 2.13.0, transformers None, TRL None'  # no runs kept: the result's own
+    assert make_results.of_runs(rec, make_results.versions_of) == 'torch 2.13.0, transformers None, TRL None (1 run), torch 2.14.0, transformers None, TRL None (1 run), versions not recorded (1 run)'
+    assert make_results.date_of(rec) == '2026-11-27 to 2026-11-29 (1 run not dated)'
+    one = {**rec, 'runs': {'tb': ['a.json', 'a.json']}}
+    assert (make_results.commit_of(one), make_results.of_runs(one, make_results.machine_of), make_results.date_of(one)) == ('aaaaaaa (2 runs)', 'AMD EPYC, 2 cores, avx2', '2026-11-27')
+    assert [make_results.machine_of(runs[n]) for n in ('gpu.json', 'bare.json')] == ['NVIDIA H200', 'machine not recorded']
+    none = {**rec, 'runs': 'gone.json'}  # no run kept: the result's own
+    assert (make_results.commit_of(none), make_results.of_runs(none, make_results.machine_of), make_results.date_of(none)) == ('ccccccc', 'AMD EPYC, 2 cores, avx2', '2026-11-30')
     monkeypatch.setattr(make_results, 'rows', lambda: [{'file': 'x.json', 'claim': 'gap | at 40', 'value': '-5 points', 'commit': 'ccccccc'}])
-    assert make_readme.filled('<!-- ledger: x.json -->').splitlines()[2] == '| gap \\| at 40 | -5 points |'
+    assert make_readme.filled('<!-- ledger: x.json --> ').splitlines() == [
+        '| claim | number |', '|---|---|', '| gap \\| at 40 | -5 points |', '', "(The ledger's rows for [x.json](benchmarks/RESULTS.md#xjson); commit ccccccc.)"]
     with pytest.raises(SystemExit, match="'y.json'"): make_readme.filled('<!-- ledger: y.json -->')
     assert make_readme.filled('plain text') == 'plain text'
 

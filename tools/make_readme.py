@@ -33,12 +33,11 @@ def anchor(file: str) -> str: return re.sub(r'[^\w-]', '', file.lower())  # a le
 
 def ledger_table(line: str) -> str:
     "Every row the results ledger has for one results file, and where they came from"
-    from make_results import cell, rows
-    file = line.removeprefix(LEDGER_MARK).removesuffix('-->').strip()
+    from make_results import rows, table
+    file = line.strip().removeprefix(LEDGER_MARK).removesuffix('-->').strip()
     found = [r for r in rows() if r['file'] == file]
     if not found: sys.exit(f"nbs/index.ipynb shows the ledger's rows of {file!r}, but benchmarks/RESULTS.md has none: is it a traced results file? (python tools/make_results.py)")
-    return '\n'.join(['| measured | number |', '|---|---|', *(f"| {cell(r['claim'])} | {cell(r['value'])} |" for r in found), '',
-                      f"(The ledger's rows for [{file}](benchmarks/RESULTS.md#{anchor(file)}); commit {found[0]['commit']}.)"])
+    return '\n'.join([*table(found), '', f"(The ledger's rows for [{file}](benchmarks/RESULTS.md#{anchor(file)}); commit {found[0]['commit']}.)"])
 
 
 def headline() -> str:
@@ -54,7 +53,7 @@ def headline() -> str:
 
 def filled(line: str) -> str:
     "A line of nbs/index.ipynb, a marker replaced by its table from the ledger"
-    return headline() if line.startswith(MARK) else ledger_table(line) if line.startswith(LEDGER_MARK) else line
+    return headline() if line.startswith(MARK) else ledger_table(line) if line.strip().startswith(LEDGER_MARK) else line
 
 
 def render(nb_path: Path) -> str:

@@ -38,22 +38,37 @@ def claims_of(script: Path, rec: dict) -> list:
     return script_module(script).claims(rec)
 
 
-def kept_runs(rec: dict) -> list:
-    "The records of its runs that a result names (benchmarks/results/<name>_runs/*.json, at any depth of its `runs`) and that are still here"
-    names = lambda v: [f for x in v for f in names(x)] if isinstance(v, (list, dict)) and not isinstance(v, str) else [v] if isinstance(v, str) and v.endswith('.json') else []
-    return [json.loads(f.read_text()) for f in (ROOT / n for n in names(list((rec.get('runs') or {}).values()))) if f.exists()]
+def run_files(v) -> list:
+    "The run records a result names in its `runs`, at any depth (lists, dicts' values): their paths"
+    if isinstance(v, str): return [v] if v.endswith('.json') else []
+    if isinstance(v, dict): v = list(v.values())
+    return [f for x in v for f in run_files(x)] if isinstance(v, list) else []
+
+
+def kept_runs(rec: dict) -> tuple:
+    "The records of the runs a result names that are still here (benchmarks/results/<name>_runs/), and how many it names"
+    named = run_files(rec.get('runs'))
+    return [json.loads((ROOT / n).read_text()) for n in named if (ROOT / n).exists()], len(named)
+
+
+def counted(found) -> str:
+    "'a (3 runs), b (1 run)': most common first"
+    return ', '.join(f"{t} ({n} run{'s' * (n > 1)})" for t, n in collections.Counter(found).most_common())
 
 
 def of_runs(rec: dict, what) -> str:
-    "`what(record)` of a result's runs where it kept their records, counted where they differ (most common first), else of the result itself"
-    found = [*map(what, kept_runs(rec) or [rec])]
-    return found[0] if len(set(found)) == 1 else ', '.join(f"{t} ({n} run{'s' * (n > 1)})" for t, n in collections.Counter(found).most_common())
+    "`what(record)` of a result's kept runs, named once where they agree and counted where they differ, else of the result itself"
+    found = [*map(what, kept_runs(rec)[0] or [rec])]
+    return found[0] if len(set(found)) == 1 else counted(found)
 
 
 def commit_of(rec: dict) -> str:
-    "The code a result's numbers came from: its runs' commits where it kept their records (a --report names its own), else its own"
+    "The code a result's numbers came from: its runs' commits, counted, where it kept their records (a --report names its own), else its own"
     made = lambda r: r['commit'][:7] + (' +changes' if r.get('dirty') else '')
-    return of_runs(rec, lambda r: made(r) if 'commit' in r else f"not recorded (runs made before runs recorded it; analysed at {made(rec)})")
+    kept, named = kept_runs(rec)
+    if not kept: return made(rec)
+    missing = f"; {named - len(kept)} of the {named} runs it names are not here" if len(kept) < named else ''
+    return counted(made(r) if 'commit' in r else f"not recorded (made before runs recorded their commit; analysed at {made(rec)})" for r in kept) + missing
 
 
 def machine(m: dict) -> str:
@@ -62,13 +77,28 @@ def machine(m: dict) -> str:
 
 
 def machine_of(r: dict) -> str:
-    "Where a run ran (one recorded before its machine was: its device or CPU capability)"
-    return machine(r['machine']) if 'machine' in r else r['device'] if r.get('device', 'cpu') != 'cpu' else f"a CPU ({r.get('cpu_capability', 'capability not recorded')})"
+    "Where a run ran (one recorded before its machine was: its device, or its CPU's capability)"
+    if 'machine' in r: return machine(r['machine'])
+    if r.get('device') not in (None, 'cpu'): return r['device']
+    return f"a CPU ({r['cpu_capability']})" if 'cpu_capability' in r else 'machine not recorded'
 
 
 def versions_of(r: dict) -> str:
     v = r.get('versions')
     return f"torch {v.get('torch')}, transformers {v.get('transformers')}, TRL {v.get('trl')}" if v else 'versions not recorded'
+
+
+def date_of(rec: dict) -> str:
+    "The days a result's kept runs ran, else the day it was made"
+    kept = kept_runs(rec)[0]
+    days = sorted(r['date'][:10] for r in kept if 'date' in r)
+    if not days: return rec['date'][:10] + (' (the analysis: its runs were not dated)' if kept else '')
+    return (days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}") + (f" ({n} run{'s' * (n > 1)} not dated)" if (n := len(kept) - len(days)) else '')
+
+
+def table(claims: list) -> list:
+    "Claims as the lines of a markdown table"
+    return ['| claim | number |', '|---|---|', *(f"| {cell(c['claim'])} | {cell(c['value'])} |" for c in claims)]
 
 
 def cell(s) -> str: return str(s).replace('|', '\\|').replace('\n', ' ')
@@ -100,9 +130,8 @@ def render() -> str:
            f'## Traced results ({len(traced)} files)']
     for f, rec in traced:
         out += ['', f"### [{f.name}](results/{f.name})", '', f"`{rec['command']}`", '',
-                f"commit {commit_of(rec)} · {of_runs(rec, machine_of)} · {of_runs(rec, versions_of)} · {rec['date'][:10]}", '',
-                '| claim | number |', '|---|---|']
-        out += [f"| {cell(c['claim'])} | {cell(c['value'])} |" for c in claims_of(script_of(rec['command']), rec)]
+                f"commit {commit_of(rec)} · {of_runs(rec, machine_of)} · {of_runs(rec, versions_of)} · {date_of(rec)}", '',
+                *table(claims_of(script_of(rec['command']), rec))]
     out += ['', f'## Results without provenance ({len(untraced)} files)', '',
             "Written before the benchmarks recorded their command, commit and machine: their numbers are not traced claims, "
             "and the README does not cite them. Rerun the script to trace one.", '',
