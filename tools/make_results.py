@@ -45,10 +45,16 @@ def run_files(v) -> list:
     return [f for x in v for f in run_files(x)] if isinstance(v, list) else []
 
 
+@functools.cache
+def run_record(path: Path) -> dict | None:
+    "A run's kept record, read once however many ledger lines ask for it (None: not here)"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def kept_runs(rec: dict) -> tuple:
     "The records of the runs a result names that are still here (benchmarks/results/<name>_runs/), and how many it names"
     named = run_files(rec.get('runs'))
-    return [json.loads((ROOT / n).read_text()) for n in named if (ROOT / n).exists()], len(named)
+    return [r for r in (run_record(ROOT / n) for n in named) if r is not None], len(named)
 
 
 def counted(found) -> str:
@@ -115,7 +121,7 @@ def results() -> tuple:
 
 def rows() -> list:
     "Every traced claim: {'file', 'claim', 'value', 'commit'}"
-    return [{'file': f.name, 'commit': commit_of(rec), **c} for f, rec in results()[0] for c in claims_of(script_of(rec['command']), rec)]
+    return [{'file': f.name, 'commit': commit, **c} for f, rec in results()[0] for commit in [commit_of(rec)] for c in claims_of(script_of(rec['command']), rec)]
 
 
 def render() -> str:
