@@ -10,7 +10,9 @@ Off-policyness is measured, not only counted in versions: every trained batch lo
 the trainer's to the behaviour policy's probabilities of its tokens and the k3 estimate of KL(behaviour || trainer)
 (`offpolicy/log_ratio`, `offpolicy/kl`). Per objective and arm: the run's mean KL over its steps (median and range
 over seeds), its accuracy at step N and the gap to on-policy; the figure (`<name>.svg` beside `<name>.json`, and
-`tba_kit.viz.divergence` in a notebook) draws the gap against the measured divergence: where each objective breaks.
+`tba_kit.viz.divergence` in a notebook) draws the gap against the measured divergence: where each objective breaks. And
+per objective, the KL of a batch by its staleness (versions behind), median over the sync arms' steps and seeds: how
+far each objective moves its policy in one, two, ... versions.
 
 Reported per objective: the on-policy final accuracy (median over seeds, interval over seeds and problems); the
 stale run's accuracy at step N and the paired gap (stale - on-policy at equal steps, interval over seeds and
@@ -117,8 +119,21 @@ def analyse(runs:dict, n:int, horizon:int, main:str) -> dict:
                     'stale_final': float(np.median([evals(b)[-1]['accuracy'] for _, b in pairs])),
                     'steps_multiple_per_seed': [None if np.isinf(m) else round(float(m), 3) for m in mult],
                     'steps_multiple': float(np.median(mult)), 'steps_multiple_ci': [float(np.quantile(boot, .025, method='nearest')), float(np.quantile(boot, .975, method='nearest'))],
-                    'horizon_multiple': horizon / n, 'arms': {arm: arm_result([s[arm] for s in seeds], on, n) for arm in seeds[0]}}
+                    'horizon_multiple': horizon / n, 'arms': {arm: arm_result([s[arm] for s in seeds], on, n) for arm in seeds[0]},
+                    'kl_by_staleness': kl_by_staleness([r for arms in seeds for arm, r in arms.items() if arm.startswith('lag')])}
     return res
+
+
+def kl_by_staleness(recs:list) -> dict:
+    "Measured KL(behaviour || trainer) of a trained batch against its staleness (versions behind) in the sync-period arms `recs`: {staleness: [median, 25%, 75%, batches]} over their steps and seeds"
+    d = np.array([(r[3], r[1]) for rec in recs for r in rec.get('offpolicy', [])], float).reshape(-1, 2)
+    return {int(s): [float(np.median(k := d[d[:, 0] == s, 1])), float(np.quantile(k, .25)), float(np.quantile(k, .75)), len(k)] for s in np.unique(d[:, 0])}
+
+
+def staleness_shown(res:dict) -> list:
+    "The staleness columns of the KL-by-staleness table: 1, 2, 4, 8, ... and the largest"
+    most = max((max(r['kl_by_staleness'], default=0) for r in res.values()), default=0)
+    return sorted({2 ** i for i in range(most.bit_length()) if 2 ** i <= most} | ({most} if most else set()))
 
 
 def rise(recs:list, n:int) -> float|None:
@@ -152,13 +167,22 @@ def divergence_table(res:dict, n:int):
                   f"| {100 * a['gap']:+.1f} [{100 * a['gap_ci'][0]:+.1f}, {100 * a['gap_ci'][1]:+.1f}] |")
 
 
+def staleness_table(res:dict):
+    "Per objective: the measured KL of a batch that is s versions stale, median [quartiles] over the sync arms' steps and seeds"
+    cols = staleness_shown(res)
+    if not cols: return
+    print("\n| objective | " + " | ".join(f"KL at staleness {s}" for s in cols) + " |\n|---|" + "---|" * len(cols))
+    g = lambda v: f"{v[0]:.2g} [{v[1]:.2g}, {v[2]:.2g}]" if v else "-"
+    for obj, r in res.items(): print(f"| {obj} | " + " | ".join(g(r['kl_by_staleness'].get(s)) for s in cols) + " |")
+
+
 def divergence_svg(res:dict, path:Path, n:int):
-    "The figure: per objective, each arm's gap to on-policy at step n against its measured KL (log scale), median with the seeds' KL range and the gap's interval"
+    "The figure: per objective, each stale arm's gap to on-policy at step n against its measured KL (log scale), median with the seeds' KL range and the gap's interval"
     floor = lambda v: max(v, 1e-9)  # a log axis: an on-policy KL of exactly 0 (the same numbers on both sides) drawn at 1e-9
     series = {obj: [(floor(a['kl'][0]), 100 * a['gap'], floor(a['kl'][1]), floor(a['kl'][2]), 100 * a['gap_ci'][0], 100 * a['gap_ci'][1])
-                    for _, a in by_kl(r) if a['kl']] for obj, r in res.items()}
+                    for arm, a in by_kl(r) if a['kl'] and arm != 'on'] for obj, r in res.items()}
     points_svg(series, path, 'KL(behaviour || trainer) on the trained tokens, mean over steps (log scale)',
-               f'gap to on-policy at step {n}, points', log_x=True)
+               f'gap to on-policy (the dotted 0) at step {n}, points', log_x=True)
 
 
 def report(res:dict, n:int, lag:int):
@@ -237,6 +261,7 @@ def main(argv):
     res = analyse({o: [recs for _, recs in ps] for o, ps in runs.items()}, a.steps, horizon, f'lag{main_lag}')
     report(res, a.steps, main_lag)
     divergence_table(res, a.steps)
+    staleness_table(res)
     if a.name:
         (ROOT / 'benchmarks' / 'results' / f'{a.name}.json').write_text(json.dumps({**provenance(), 'config': a.config, 'overrides': overrides, 'lag': main_lag, 'lags': a.lags,
             'steps': a.steps, 'horizon': horizon, 'eval_every': a.eval_every,
@@ -267,6 +292,9 @@ def claims(rec:dict) -> list:
                  'value': f"{a['kl'][0]:.2g} [{a['kl'][1]:.2g}, {a['kl'][2]:.2g}]; {pct(a['at_n'], a['at_n_ci'])}; "
                           f"{100 * a['gap']:+.1f} points [{100 * a['gap_ci'][0]:+.1f}, {100 * a['gap_ci'][1]:+.1f}]"}
                 for arm, a in by_kl(r) if a['kl'] and arm != 'on']
+        if by := {int(s): v for s, v in r.get('kl_by_staleness', {}).items()}:  # read back from JSON: keys are strings
+            out.append({'claim': f"{obj}: measured KL(behaviour || trainer) of a batch s versions stale, median over the sync-period arms' steps and seeds",
+                        'value': '; '.join(f"s={s}: {by[s][0]:.2g}" for s in staleness_shown({obj: {'kl_by_staleness': by}}))})
     return out
 
 

@@ -245,13 +245,13 @@ def pareto(runs:dict, last:int=3, kl_key:str='eval/kl', reward_key:str='eval/rew
 
 # %% ../nbs/12_viz.ipynb #972ccee2
 def divergence(results):
-    "Per objective: each arm's gap to on-policy (points) against its measured KL(behaviour || trainer), from `benchmarks/off_policy.py`'s results"
+    "Per objective: each stale arm's gap to on-policy (points) against its measured KL(behaviour || trainer), from `benchmarks/off_policy.py`'s results"
     go = _plotly('graph_objects')
     res = results.get('results', results) if isinstance(results, dict) else json.loads(Path(results).read_text())['results']
     fig = go.Figure()
     for j, (obj, r) in enumerate(res.items()):
-        arms = sorted(((a, v) for a, v in r.get('arms', {}).items() if v.get('kl')), key=lambda av: av[1]['kl'][0])
-        if not arms: raise ValueError(f"objective {obj!r} has no arm with a measured KL: these runs were made before offpolicy/kl was logged")
+        arms = sorted(((a, v) for a, v in r.get('arms', {}).items() if v.get('kl') and a != 'on'), key=lambda av: av[1]['kl'][0])  # on-policy: the dotted 0
+        if not arms: raise ValueError(f"objective {obj!r} has no stale arm with a measured KL: these runs were made before offpolicy/kl was logged")
         kl = [max(v['kl'][0], 1e-9) for _, v in arms]  # a log axis: an exact 0 drawn at 1e-9
         gap = [100 * v['gap'] for _, v in arms]
         fig.add_trace(go.Scatter(x=kl, y=gap, mode='lines+markers+text', text=[a for a, _ in arms], textposition='top center', name=obj,

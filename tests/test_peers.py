@@ -144,9 +144,13 @@ def test_off_policy_smoke(tmp_path):
         assert set(arms) == {'on', 'lag2', 'lag3', 'async'} and arms['on']['gap'] == 0
         assert arms['on']['kl'][0] < 1e-12 < min(arms[a]['kl'][0] for a in ('lag2', 'lag3', 'async')), arms  # fp32 on both sides: only stale weights move it (~1e-7 at lr 1e-5)
         assert all(len(arm['kl']) == 3 for arm in arms.values())
-    assert (tmp_path / 'divergence.svg').read_text().count('<circle') == 8  # every arm of both objectives
-    ledger = [c['claim'] for c in _off_policy().claims({'steps': 4, 'lag': 3, 'results': res}) if 'measured KL' in c['claim']]
-    assert [c.split(':')[0] for c in ledger] == [f'{o}, {a}' for o in res for a in sorted(['lag2', 'lag3', 'async'], key=lambda a: res[o]['arms'][a]['kl'][0])]
+        by = res[obj]['kl_by_staleness']  # the sync arms' batches by versions behind: lag2 0, 1, 0, 1 and lag3 0, 1, 2, 0, 1, 2
+        assert {s: v[3] for s, v in by.items()} == {0: 4, 1: 4, 2: 2} and by[0][0] < 1e-12 < by[1][0], by
+    assert (tmp_path / 'divergence.svg').read_text().count('<circle') == 6  # every stale arm of both objectives (on-policy is the zero line)
+    claims = _off_policy().claims(json.loads(json.dumps({'steps': 4, 'lag': 3, 'results': res})))  # as the ledger reads it back
+    ledger = [c['claim'] for c in claims if 'measured KL' in c['claim']]
+    assert [c.split(':')[0] for c in ledger] == [x for o in res for x in [f'{o}, {a}' for a in sorted(['lag2', 'lag3', 'async'], key=lambda a: res[o]['arms'][a]['kl'][0])] + [o]]
+    assert [c['value'] for c in claims if 'versions stale' in c['claim']] == [f"s=1: {res[o]['kl_by_staleness'][1][0]:.2g}; s=2: {res[o]['kl_by_staleness'][2][0]:.2g}" for o in res]
     for run in tmp_path.glob('*_seed0'): shutil.rmtree(run)  # the run folders gone (a fresh clone): the kept records remain
     assert _off_policy().main(['--smoke', '--out_root', str(tmp_path), '--report']) == res
 

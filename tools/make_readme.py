@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tools'))  # make_results, the ledger
 MARK = '<!-- headline results'  # the line of nbs/index.ipynb that the table replaces
-LEDGER_MARK = '<!-- ledger: '  # a line '<!-- ledger: FILE -->' of nbs/index.ipynb becomes the ledger's rows for that results file
+LEDGER_MARK = '<!-- ledger: '  # a line '<!-- ledger: FILE -->' of nbs/index.ipynb becomes the ledger's rows for that results file ('FILE | TEXT': those whose claim holds TEXT)
 # the README's headline table: (results file, the start of a claim in benchmarks/RESULTS.md, how the README names it)
 HEADLINE = [
     ('peer_trl.json', 'trl: final held-out accuracy', "TRL `GRPOTrainer` (dapo), 8 training minutes: final held-out accuracy"),
@@ -32,12 +32,14 @@ def anchor(file: str) -> str: return re.sub(r'[^\w-]', '', file.lower())  # a le
 
 
 def ledger_table(line: str) -> str:
-    "Every row the results ledger has for one results file, and where they came from"
+    "Every row the results ledger has for one results file (or those whose claim holds a text), and where they came from"
     from make_results import rows, table
-    file = line.strip().removeprefix(LEDGER_MARK).removesuffix('-->').strip()
-    found = [r for r in rows() if r['file'] == file]
-    if not found: sys.exit(f"nbs/index.ipynb shows the ledger's rows of {file!r}, but benchmarks/RESULTS.md has none: is it a traced results file? (python tools/make_results.py)")
-    return '\n'.join([*table(found), '', f"(The ledger's rows for [{file}](benchmarks/RESULTS.md#{anchor(file)}); commit {found[0]['commit']}.)"])
+    file, _, text = (x.strip() for x in line.strip().removeprefix(LEDGER_MARK).removesuffix('-->').partition('|'))
+    found = [r for r in rows() if r['file'] == file and text in r['claim']]
+    if not found: sys.exit(f"nbs/index.ipynb shows the ledger's rows of {file!r}" + (f" whose claim holds {text!r}" if text else '')
+                           + ", but benchmarks/RESULTS.md has none: is it a traced results file? (python tools/make_results.py)")
+    some = f"rows of [{file}](benchmarks/RESULTS.md#{anchor(file)})" + (f" whose claim holds '{text}'" if text else '')
+    return '\n'.join([*table(found), '', f"(The ledger's {some}; commit {found[0]['commit']}.)"])
 
 
 def headline() -> str:
