@@ -33,7 +33,7 @@ step; settings after `--` apply to every arm); 'grpo' is TRL's loss_type 'grpo' 
 correction, 'grpo_tis' adds TRL's truncated importance sampling (per-token weights pi_trainer / pi_searcher capped at 3). Searchers and trainer run in fp32 on every machine (`auto` would
 pick bf16 where it is native), so that seeds run on different machines differ in speed and fp32 rounding, not in
 precision (each record keeps its CPU's capability). A run's checkpoint is deleted
-once it is evaluated (1.5 GB each); its metrics and per-problem evaluations stay in runs/off_policy/, and a record of each
+once it is evaluated (1.5 GB each); its metrics and per-problem evaluations stay in runs/off_policy/NAME/, and a record of each
 finished run (its evaluations, every problem's correctness, wall seconds, the machine) in
 benchmarks/results/<name>_runs/, which `--resume` and `--report` read: a fresh clone keeps what was measured.
 """
@@ -216,7 +216,7 @@ def main(argv):
     ap.add_argument('--async_arm', action='store_true', help="also an async arm (the main job's mode: replay, one searcher thread beside the trainer; run alone on the machine), N steps")
     ap.add_argument('--steps', type=int, default=40, help='N: steps of the on-policy run (the largest lag trains 1.5 N)')
     ap.add_argument('--eval_every', type=int, default=10, help="steps between the largest lag's evaluations (must divide N)")
-    ap.add_argument('--out_root', default=None, help='where the runs go (default: runs/off_policy, runs/off_policy_smoke)')
+    ap.add_argument('--out_root', default=None, help='where the runs go (default: runs/off_policy/NAME, runs/off_policy_smoke)')
     ap.add_argument('--name', default='off_policy')
     ap.add_argument('--resume', action='store_true', help='keep runs already finished in out_root')
     ap.add_argument('--report', action='store_true', help='run nothing: analyse the finished runs in out_root')
@@ -232,7 +232,7 @@ def main(argv):
         a.seeds, a.objectives, a.lags, a.steps, a.eval_every, a.name, a.async_arm, a.on_curve = [0], ['tb', 'grpo_tis'], [2, 3], 4, 2, None, True, True
         shared += ['--model=tiny', '--task_args={n_train: 16, n_test: 8, answer_prefix: "The answer is"}', '--searcher_threads=1', '--prefill=8']
     if a.device != 'cpu': shared += [f'--device={a.device}', '--placement=inline']
-    out_root = ROOT / (a.out_root or ('runs/off_policy_smoke' if a.smoke else 'runs/off_policy'))
+    out_root = ROOT / (a.out_root or ('runs/off_policy_smoke' if a.smoke else f'runs/off_policy/{a.name}'))  # one folder per measurement: its runs share names with others'
     horizon, main_lag = int(1.5 * a.steps), max(a.lags)
     records = ROOT / 'benchmarks' / 'results' / f'{a.name}_runs' if a.name else out_root / 'records'
     plan = []  # (objective, seed, {arm: run name}, {arm: its arguments})
