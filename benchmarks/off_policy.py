@@ -130,10 +130,9 @@ def kl_by_staleness(recs:list) -> dict:
     return {int(s): [float(np.median(k := d[d[:, 0] == s, 1])), float(np.quantile(k, .25)), float(np.quantile(k, .75)), len(k)] for s in np.unique(d[:, 0])}
 
 
-def staleness_shown(res:dict) -> list:
-    "The staleness columns of the KL-by-staleness table: 1, 2, 4, 8, ... and the largest"
-    most = max((max(r['kl_by_staleness'], default=0) for r in res.values()), default=0)
-    return sorted({2 ** i for i in range(most.bit_length()) if 2 ** i <= most} | ({most} if most else set()))
+def staleness_shown(most:int) -> list:
+    "The staleness values a KL-by-staleness table shows, up to `most`: 1, 2, 4, 8, ... and `most`"
+    return sorted({2 ** i for i in range(most.bit_length())} | ({most} if most else set()))
 
 
 def rise(recs:list, n:int) -> float|None:
@@ -169,7 +168,7 @@ def divergence_table(res:dict, n:int):
 
 def staleness_table(res:dict):
     "Per objective: the measured KL of a batch that is s versions stale, median [quartiles] over the sync arms' steps and seeds"
-    cols = staleness_shown(res)
+    cols = staleness_shown(max((max(r['kl_by_staleness'], default=0) for r in res.values()), default=0))
     if not cols: return
     print("\n| objective | " + " | ".join(f"KL at staleness {s}" for s in cols) + " |\n|---|" + "---|" * len(cols))
     g = lambda v: f"{v[0]:.2g} [{v[1]:.2g}, {v[2]:.2g}]" if v else "-"
@@ -178,7 +177,7 @@ def staleness_table(res:dict):
 
 def divergence_svg(res:dict, path:Path, n:int):
     "The figure: per objective, each stale arm's gap to on-policy at step n against its measured KL (log scale), median with the seeds' KL range and the gap's interval"
-    floor = lambda v: max(v, 1e-9)  # a log axis: an on-policy KL of exactly 0 (the same numbers on both sides) drawn at 1e-9
+    floor = lambda v: max(v, 1e-9)  # a log axis: a KL of exactly 0 drawn at 1e-9
     series = {obj: [(floor(a['kl'][0]), 100 * a['gap'], floor(a['kl'][1]), floor(a['kl'][2]), 100 * a['gap_ci'][0], 100 * a['gap_ci'][1])
                     for arm, a in by_kl(r) if a['kl'] and arm != 'on'] for obj, r in res.items()}
     points_svg(series, path, 'KL(behaviour || trainer) on the trained tokens, mean over steps (log scale)',
@@ -294,7 +293,7 @@ def claims(rec:dict) -> list:
                 for arm, a in by_kl(r) if a['kl'] and arm != 'on']
         if by := {int(s): v for s, v in r.get('kl_by_staleness', {}).items()}:  # read back from JSON: keys are strings
             out.append({'claim': f"{obj}: measured KL(behaviour || trainer) of a batch s versions stale, median over the sync-period arms' steps and seeds",
-                        'value': '; '.join(f"s={s}: {by[s][0]:.2g}" for s in staleness_shown({obj: {'kl_by_staleness': by}}))})
+                        'value': '; '.join(f"s={s}: {by[s][0]:.2g}" for s in staleness_shown(max(by)))})
     return out
 
 
