@@ -7,6 +7,7 @@ Docs: https://tba-kit.github.io/tba_kit/ranks.html.md"""
 # %% ../nbs/09f_ranks.ipynb #r2
 from __future__ import annotations
 import atexit, copy, os, pickle, signal, socket, subprocess, sys, threading, time
+from collections.abc import Callable
 from datetime import timedelta
 
 import torch
@@ -58,18 +59,21 @@ def _beats(host:str, port:int) -> dist.Store:
     "A store client of this thread's own for the heartbeats (a client is not shared between threads)"
     return dist.PrefixStore(_run_prefix() + 'beat', dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=30), wait_for_workers=False))
 
-def heartbeat(rank:int, host:str, port:int) -> threading.Thread:
-    "A follower's heartbeat: its counter in the store goes up every BEAT seconds while the process runs (ends with rank 0's store)"
+def heartbeat(rank:int, host:str, port:int) -> Callable:
+    "A follower's heartbeat: its counter in the store goes up every BEAT seconds until the function it returns stops it"
+    ended = threading.Event()
     def beat():
         store = None
-        while True:  # a daemon thread: it ends with the follower, which ends with rank 0's commands
+        while not ended.is_set():
             try:
                 store = store or _beats(host, port)
                 store.add(str(rank), 1)
             except Exception: store = None  # rank 0 paused (its store with it) or gone: connect again, beat on
-            time.sleep(BEAT)
+            ended.wait(BEAT)
     t = threading.Thread(target=beat, name=f'tba_kit-heartbeat-{rank}', daemon=True); t.start()
-    return t
+    def stop():  # before the process exits: a thread inside a store call at exit aborts it (see below)
+        ended.set(); t.join(BEAT + 1)  # bounded: a beat stuck connecting to a store that is gone does not hold the exit
+    return stop
 
 # %% ../nbs/09f_ranks.ipynb #r10
 def wait_joined(store:dist.Store, run:str, procs:list, timeout:float):
@@ -125,8 +129,10 @@ class RankGroup:
         self.fresh, self.broken, self.closed, self.posted, self.gathering, self.stalled = True, None, False, 0, 0., None
         self.lock = threading.Lock()  # one command at a time, whichever thread sends it
         atexit.register(self.close)  # the followers never outlive this process
+        self.ended, self.watcher = threading.Event(), None  # set by `close`: the watch ends
         if where is not None and trainer is not None:
-            threading.Thread(target=self.watch, args=(*where, trainer.world), name='tba_kit-rank-watch', daemon=True).start()
+            self.watcher = threading.Thread(target=self.watch, args=(*where, trainer.world), name='tba_kit-rank-watch', daemon=True)
+            self.watcher.start()
 
     READS = ('step_count', 'version', 'ref', 'objective', 'device', 'precision', 'total_steps')  # rank 0's trainer's, read-only
 
@@ -143,7 +149,7 @@ def watch(self:RankGroup, host:str, port:int, world:int):
     try: store = _beats(host, port)
     except Exception: return
     seen, last = {r: (-1, time.monotonic()) for r in range(1, world)}, time.monotonic()
-    while not self.closed and self.stalled is None:
+    while not self.ended.is_set() and self.stalled is None:
         if time.monotonic() - last > 3 * BEAT:  # this process was paused (Ctrl-Z, a suspended job): so was the store the followers beat in
             seen = {r: (n, time.monotonic()) for r, (n, _) in seen.items()}
         last = time.monotonic()
@@ -158,7 +164,7 @@ def watch(self:RankGroup, host:str, port:int, world:int):
                             + (f" (its process is {state})" if state else ""))
             if proc is not None: proc.kill()  # the collective it holds fails now, not at trainer_timeout
             return
-        time.sleep(BEAT)
+        self.ended.wait(BEAT)
 
 def _proc_state(pid:int) -> str|None:
     "A local process's state in words (stopped, sleeping, ...), from /proc"
@@ -255,6 +261,7 @@ def close(self:RankGroup):
     "Stop the followers and leave the process group: at the end of a run, after a fault, at exit"
     if self.closed: return
     self.closed = True
+    self.ended.set()  # the watch ends: joined below, before this process may exit
     atexit.unregister(self.close)
     if not self.broken:
         try: self._post('stop', ())
@@ -263,6 +270,7 @@ def close(self:RankGroup):
         try: p.wait(timeout=0 if self.broken else 30)
         except subprocess.TimeoutExpired: p.kill(); p.wait()
         if hasattr(p, 'release'): p.release()  # a Ray rank's placement group
+    if self.watcher not in (None, threading.current_thread()): self.watcher.join(BEAT + 1)
     if dist.is_initialized(): dist.destroy_process_group()
 
 # %% ../nbs/09f_ranks.ipynb #r41
@@ -375,7 +383,7 @@ def serve_rank(rank:int, world:int, host:str, port:int, device:str, timeout:floa
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is rank 0's: it finishes the step (with us), checkpoints, then stops us
     store = join_ranks(rank, world, host, port, device, timeout, serve=False)
-    heartbeat(rank, host, port)
+    stop_beating = heartbeat(rank, host, port)
     try:
         policy, cls, objective, kw = pickle.loads(store.get('start'))
         model, _ = make_policy(Config(**policy, device=device))
@@ -383,6 +391,7 @@ def serve_rank(rank:int, world:int, host:str, port:int, device:str, timeout:floa
         load_full_state_dict(trainer.model, {})
         follow(trainer, store)
     finally:
+        stop_beating()
         if dist.is_initialized(): dist.destroy_process_group()
 
 # %% ../nbs/09f_ranks.ipynb #r30
