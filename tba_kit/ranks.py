@@ -126,10 +126,10 @@ class RankGroup:
     def __init__(self, trainer:ShardedTrainer, mirror:nn.Module, procs:list, store:dist.TCPStore, timeout:float, out_dir:str='<out_dir>',
                  where:tuple|None=None):  # (host, port) of the store: rank 0 watches the followers' heartbeats there
         self.trainer, self.mirror, self.procs, self.store, self.timeout, self.out_dir = trainer, mirror, procs, store, timeout, out_dir
-        self.fresh, self.broken, self.closed, self.posted, self.gathering, self.stalled = True, None, False, 0, 0., None
+        self.fresh, self.broken, self.posted, self.gathering, self.stalled = True, None, 0, 0., None
         self.lock = threading.Lock()  # one command at a time, whichever thread sends it
         atexit.register(self.close)  # the followers never outlive this process
-        self.ended, self.watcher = threading.Event(), None  # set by `close`: the watch ends
+        self.closed, self.watcher = threading.Event(), None  # set by `close`: the watch ends with it
         if where is not None and trainer is not None:
             self.watcher = threading.Thread(target=self.watch, args=(*where, trainer.world), name='tba_kit-rank-watch', daemon=True)
             self.watcher.start()
@@ -149,7 +149,7 @@ def watch(self:RankGroup, host:str, port:int, world:int):
     try: store = _beats(host, port)
     except Exception: return
     seen, last = {r: (-1, time.monotonic()) for r in range(1, world)}, time.monotonic()
-    while not self.ended.is_set() and self.stalled is None:
+    while not self.closed.is_set() and self.stalled is None:
         if time.monotonic() - last > 3 * BEAT:  # this process was paused (Ctrl-Z, a suspended job): so was the store the followers beat in
             seen = {r: (n, time.monotonic()) for r, (n, _) in seen.items()}
         last = time.monotonic()
@@ -164,7 +164,7 @@ def watch(self:RankGroup, host:str, port:int, world:int):
                             + (f" (its process is {state})" if state else ""))
             if proc is not None: proc.kill()  # the collective it holds fails now, not at trainer_timeout
             return
-        self.ended.wait(BEAT)
+        self.closed.wait(BEAT)
 
 def _proc_state(pid:int) -> str|None:
     "A local process's state in words (stopped, sleeping, ...), from /proc"
@@ -201,7 +201,7 @@ def _post(self:RankGroup, op:str, args:tuple):
 def _all(self:RankGroup, op:str, *args, followers:tuple|None=None):
     "Run the command `op` on every rank (`followers`: their arguments, if not `args`); rank 0's result"
     with self.lock:
-        if self.broken or self.closed: raise RankError(f"the trainer's ranks were stopped ({self.broken or 'the run that held them ended'})")
+        if self.broken or self.closed.is_set(): raise RankError(f"the trainer's ranks were stopped ({self.broken or 'the run that held them ended'})")
         try:
             self._post(op, args if followers is None else followers)
             return OPS[op](self.trainer, *args)
@@ -259,9 +259,8 @@ def set_lr(self:RankGroup, lr:float): self._all('set_lr', lr)
 @patch
 def close(self:RankGroup):
     "Stop the followers and leave the process group: at the end of a run, after a fault, at exit"
-    if self.closed: return
-    self.closed = True
-    self.ended.set()  # the watch ends: joined below, before this process may exit
+    if self.closed.is_set(): return
+    self.closed.set()  # the watch ends too: joined below, before this process may exit
     atexit.unregister(self.close)
     if not self.broken:
         try: self._post('stop', ())
