@@ -68,10 +68,11 @@ async def at_step(run:Run, n:int, timeout:float=120.):
         await asyncio.sleep(0.05)
 
 
-async def until(cond, what:str, timeout:float=180.):
+async def until(cond, what:str, timeout:float=480., state=lambda: ''):
+    "Wait for `cond`: a guard against a hang, not a speed goal (on a loaded 2-core CI machine an actor's restart took over 180 s)"
     t = time.monotonic()
     while not cond():
-        assert time.monotonic() - t < timeout, f"not within {timeout} s: {what}"
+        assert time.monotonic() - t < timeout, f"not within {timeout:.0f} s: {what}; {state()}"
         await asyncio.sleep(0.1)
 
 
@@ -87,7 +88,9 @@ def fault_run(run:Run, fault, i:int=0) -> list:
             s = run.searchers[i]
             out = await fault(s)
             n = len(log)
-            await until(lambda: sum(name == s.name for name, *_ in log[n:]) >= 2, f"{s.name} searching again")
+            await until(lambda: sum(name == s.name for name, *_ in log[n:]) >= 2, f"{s.name} searching again",
+                        state=lambda: f"at step {run.trainer.step_count}: {run.searchers}, restarts {[x.restarts for x in run.searchers]}, "
+                                      f"searches since the fault by {[name for name, *_ in log[n:]]}")
             run.stop()
             return out
         return (await asyncio.gather(run(), inject()))[1]
