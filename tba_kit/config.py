@@ -71,7 +71,7 @@ class SearchFields(ModelFields):
     searchers:int = 1  # number of searchers
     searcher_restarts:int = 3  # times a searcher process that died or hung is replaced with a new one (then the run stops)
     searcher_threads:int = 1  # torch threads of each searcher process
-    searcher_nice:int = 0  # CPU niceness added to searcher processes (0-19): > 0 gives the trainer the shared cores first
+    searcher_nice:int = 0  # CPU niceness added to searcher processes (0-19; Ray searcher actors add it to 0, not to Ray's 15): > 0 gives the trainer the shared cores first
     search_prompts:int = 4  # prompts per search call
     search_k:int|None = None  # completions an async search draws per prompt (the paper: 1.2 k, so that k distinct new ones exist after dedup); null: k
     search_ratio:float|None = None  # async: searchers make at most prefill + this many completions per completion trained (1.0: as many as the trainer uses), leaving shared cores to the trainer; null: no limit

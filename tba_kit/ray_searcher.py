@@ -68,6 +68,7 @@ def connect(address:str|None=None, **init_kw):
     "Ray, connected to the cluster at `address` ('auto', 'host:port', or None: a new local cluster) unless this process is connected already"
     ray = import_ray()
     if not ray.is_initialized():
+        if address is None: os.environ.setdefault('RAY_worker_niceness', '0')  # its workers share cores with this trainer: not Ray's 15
         ray.init(address=address or 'local', **({'include_dashboard': False} if address is None else {}), **init_kw)
         if address is None: reap_with_this_process(ray)
     return ray
@@ -122,10 +123,14 @@ class RayChannel(WeightChannel):
 class SearchActor:
     "A Ray actor around a searcher worker's generator; with `spec['score']` it also scores its completions with its own copy of the task"
     def __init__(self, spec:dict):
-        self.gen, sc = worker_generator(spec), spec.get('score')
+        try: os.setpriority(os.PRIO_PROCESS, 0, 0)  # Ray starts workers at niceness 15: on cores shared with a nice-0 trainer they got ~5% of a core
+        except PermissionError: warnings.warn(f"searcher actor (pid {os.getpid()}) keeps Ray's niceness {os.getpriority(os.PRIO_PROCESS, 0)}: "
+                                              "not allowed to raise it to 0 here; on cores it shares with the trainer it searches slowly")
+        self.gen, sc = worker_generator(spec), spec.get('score')  # `spec['nice']` (searcher_nice) added from 0, as for process searchers
         self.task, self.reward_timeout = (make_task(sc['task'], **sc['task_args']), sc['timeout']) if sc else (None, None)
 
-    def where(self) -> dict: return dict(node=import_ray().get_runtime_context().get_node_id(), pid=os.getpid(), host=socket.gethostname())
+    def where(self) -> dict:
+        return dict(node=import_ray().get_runtime_context().get_node_id(), pid=os.getpid(), host=socket.gethostname(), nice=os.getpriority(os.PRIO_PROCESS, 0))
 
     def search(self, messages, k, loads, seed, prompts=None):
         "(version, [Rollouts], load seconds, None or the reward error); `prompts`: the `Prompt`s to score the completions of"
