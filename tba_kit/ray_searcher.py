@@ -123,7 +123,7 @@ class RayChannel(WeightChannel):
 class SearchActor:
     "A Ray actor around a searcher worker's generator; with `spec['score']` it also scores its completions with its own copy of the task"
     def __init__(self, spec:dict):
-        try: os.setpriority(os.PRIO_PROCESS, 0, 0)  # Ray starts workers at niceness 15: on cores shared with a nice-0 trainer they got ~5% of a core
+        try: os.setpriority(os.PRIO_PROCESS, 0, 0)  # Ray starts workers at niceness 15: on cores shared with a nice-0 trainer they got ~4% of a core
         except PermissionError: warnings.warn(f"searcher actor (pid {os.getpid()}) keeps Ray's niceness {os.getpriority(os.PRIO_PROCESS, 0)}: "
                                               "not allowed to raise it to 0 here; on cores it shares with the trainer it searches slowly")
         self.gen, sc = worker_generator(spec), spec.get('score')  # `spec['nice']` (searcher_nice) added from 0, as for process searchers

@@ -24,16 +24,15 @@ STORE = 80 * 2**20
 @pytest.fixture(scope='module')
 def cluster():
     # Ray starts workers at niceness 15: beside the test's nice-0 trainer on 2 cores a restarted actor took minutes to import
-    # torch; at 5 it is ~3x slower than the trainer, not ~30x, and the actors' reset to 0 (`SearchActor`) is still seen
-    before, os.environ['RAY_worker_niceness'] = os.environ.get('RAY_worker_niceness'), '5'
-    c = Cluster(initialize_head=True, head_node_args=dict(num_cpus=0, object_store_memory=STORE))
-    for _ in range(NODES): c.add_node(num_cpus=1, object_store_memory=STORE)
-    c.wait_for_nodes()
-    ray.init(address=c.address)
-    yield c
-    ray.shutdown(); c.shutdown()
-    if before is None: del os.environ['RAY_worker_niceness']
-    else: os.environ['RAY_worker_niceness'] = before
+    # torch; at 5 its scheduler weight is a third of the trainer's (at 15: 1/28), and the actors' reset to 0 is still seen
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv('RAY_worker_niceness', '5')  # read by every raylet this module starts, also the nodes added back later
+        c = Cluster(initialize_head=True, head_node_args=dict(num_cpus=0, object_store_memory=STORE))
+        for _ in range(NODES): c.add_node(num_cpus=1, object_store_memory=STORE)
+        c.wait_for_nodes()
+        ray.init(address=c.address)
+        yield c
+        ray.shutdown(); c.shutdown()
 
 
 @pytest.fixture
@@ -122,7 +121,7 @@ def test_searchers_spread_over_nodes_and_weights_reach_every_node(nodes, tmp_pat
     assert len(run.buffer) and all(isinstance(t.reward, float) for t in run.buffer.trajectories())
     where = [s.where['node'] for s in run.searchers]
     assert len(set(where)) == NODES and set(where) == node_ids(nodes)  # one per worker node, none on the head
-    assert [s.where['nice'] for s in run.searchers] == [0] * NODES  # not the cluster's 5 (Ray's default 15: beside a busy trainer ~5% of a core)
+    assert [s.where['nice'] for s in run.searchers] == [0] * NODES  # not the cluster's 5 (Ray's default 15: beside a busy trainer ~4% of a core)
     spans = [json.loads(l) for l in open(Path(run.cfg.out_dir) / 'timeline.jsonl')]
     for s in run.searchers:  # each searched with weights the trainer published after step 2, fetched on its own node
         assert any(x['who'] == s.name and x['kind'] == 'search' and (x.get('version') or 0) >= 2 for x in spans), s.name
