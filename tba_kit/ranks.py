@@ -290,16 +290,20 @@ def follow_torchrun(cfg:Config):
 
 # %% ../nbs/09f_ranks.ipynb #r51
 class RankActor:
-    "A follower rank in a Ray actor"
-    def where(self) -> dict: return dict(pid=os.getpid(), host=socket.gethostname())
+    "A follower rank in a Ray actor, at niceness 0 as rank 0: at Ray's 15, on shared cores, it would hold back every collective"
+    def __init__(self):
+        from tba_kit.ray_searcher import reset_niceness
+        reset_niceness('trainer rank actor')
+    def where(self) -> dict: return dict(pid=os.getpid(), host=socket.gethostname(), nice=os.getpriority(os.PRIO_PROCESS, 0))
     def serve(self, rank:int, world:int, host:str, port:int, device:str, timeout:float, threads:int):
         torch.set_num_threads(threads)
         serve_rank(rank, world, host, port, device, timeout)
 
 # %% ../nbs/09f_ranks.ipynb #r52
 class RayRank:
-    "A follower's Ray actor seen as a process: `poll` (None while it serves), `wait`, `kill`, `pid`, and how it `ended`"
-    def __init__(self, ray, actor, ref, pid:int, pg): self.ray, self.actor, self.ref, self.pid, self.pg, self.error = ray, actor, ref, pid, pg, None
+    "A follower's Ray actor seen as a process: `poll` (None while it serves), `wait`, `kill`, `pid`, `nice`, and how it `ended`"
+    def __init__(self, ray, actor, ref, where:dict, pg):  # `where`: the actor's answer before it serves (it answers nothing while it does)
+        self.ray, self.actor, self.ref, self.pid, self.nice, self.pg, self.error = ray, actor, ref, where['pid'], where['nice'], pg, None
 
     def poll(self) -> int|None:
         if not self.ray.wait([self.ref], timeout=0)[0]: return None
@@ -336,7 +340,7 @@ def ray_followers(cfg:Config, port:int, threads:int) -> tuple:
     for r in range(1, world):
         actor = cls.options(num_cpus=threads, num_gpus=1 if gpu else 0, scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=r - 1)).remote()
         where = ray.get(actor.where.remote())
-        ranks.append(RayRank(ray, actor, actor.serve.remote(r, world, host, port, 'cuda' if gpu else 'cpu', cfg.trainer_timeout, threads), where['pid'], pg))
+        ranks.append(RayRank(ray, actor, actor.serve.remote(r, world, host, port, 'cuda' if gpu else 'cpu', cfg.trainer_timeout, threads), where, pg))
     return host, ranks
 
 # %% ../nbs/09f_ranks.ipynb #6c0d9365

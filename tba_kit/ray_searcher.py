@@ -21,7 +21,7 @@ from .tasks import RewardError, make_task, score
 
 # %% auto #0
 __all__ = ['RAY_INSTALL', 'PREFETCH_BYTES', 'import_ray', 'reap_with_this_process', 'connect', 'RayHandle', 'RayChannel',
-           'SearchActor', 'RaySearcher', 'NoAnswer', 'has_room', 'ray_searcher', 'RayPlacement']
+           'reset_niceness', 'SearchActor', 'RaySearcher', 'NoAnswer', 'has_room', 'ray_searcher', 'RayPlacement']
 
 # %% ../nbs/07d_ray.ipynb #de75a1bf
 RAY_INSTALL = 'pip install -e ".[ray]" (or: pip install "ray>=2.40") on every machine of the cluster'
@@ -120,12 +120,16 @@ class RayChannel(WeightChannel):
     def close(self): self._buf = np.empty(0, np.uint8)
 
 # %% ../nbs/07d_ray.ipynb #1e487589
+def reset_niceness(who:str):
+    "Set this Ray worker's CPU niceness to a trainer's 0 (Ray starts workers at 15); a warning naming `who` where that is not allowed"
+    try: os.setpriority(os.PRIO_PROCESS, 0, 0)  # at 15, on cores shared with a nice-0 trainer, a worker got ~4% of a core
+    except PermissionError: warnings.warn(f"{who} (pid {os.getpid()}) keeps Ray's niceness {os.getpriority(os.PRIO_PROCESS, 0)}: "
+                                          "not allowed to raise it to 0 here; on cores it shares with the trainer it runs slowly")
+
 class SearchActor:
     "A Ray actor around a searcher worker's generator; with `spec['score']` it also scores its completions with its own copy of the task"
     def __init__(self, spec:dict):
-        try: os.setpriority(os.PRIO_PROCESS, 0, 0)  # Ray starts workers at niceness 15: on cores shared with a nice-0 trainer they got ~4% of a core
-        except PermissionError: warnings.warn(f"searcher actor (pid {os.getpid()}) keeps Ray's niceness {os.getpriority(os.PRIO_PROCESS, 0)}: "
-                                              "not allowed to raise it to 0 here; on cores it shares with the trainer it searches slowly")
+        reset_niceness('searcher actor')
         self.gen, sc = worker_generator(spec), spec.get('score')  # `spec['nice']` (searcher_nice) added from 0, as for process searchers
         self.task, self.reward_timeout = (make_task(sc['task'], **sc['task_args']), sc['timeout']) if sc else (None, None)
 

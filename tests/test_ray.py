@@ -200,6 +200,7 @@ def test_trainer_ranks_are_ray_actors_in_a_placement_group_and_one_lost_stops_th
         if procs == 2:
             (rank1,) = run.trainer.procs
             assert isinstance(rank1, RayRank) and rank1.pid != os.getpid() and ray.util.placement_group_table(rank1.pg)['state'] == 'CREATED'
+            assert rank1.nice == 0  # the test cluster starts workers at 5: the rank actor resets it to rank 0's
         asyncio.run(run())
     rows = {n: [json.loads(l) for l in open(r.out / 'metrics.jsonl')] for n, r in runs.items()}
     assert [r['train/step'] for r in rows['two']] == [1, 2, 3]
