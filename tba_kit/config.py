@@ -25,6 +25,7 @@ class ModelFields:
     model:str = 'smollm2-135m-instruct'  # hub name, local folder, the built-in default, or 'tiny' (random test model)
     precision:str = 'auto'  # trainer precision: 'auto' (bf16-mixed where bf16 is fast here, else fp32), 'bf16-mixed', 'fp32' or 'bf16'
     searcher_dtype:str = 'auto'  # weights the searchers generate with: 'auto' (bfloat16 where fast here, else float32), 'bfloat16', 'float32'
+    searcher_rounding:str = 'auto'  # how fp32 weights become bfloat16 searcher weights: 'nearest', 'stochastic' (unbiased: small updates survive on average), 'auto'
     lora:dict|None = None  # peft LoraConfig arguments (None: full fine-tuning)
     # task
     task:str = 'arithmetic'  # built-in task name or 'module:factory'
@@ -176,6 +177,7 @@ def validate(self:Config):
     _need(self.device.split(':')[0] in ('cpu', 'cuda', 'xpu', 'mps'), 'device', f"must be 'cpu', 'cuda', 'cuda:N', 'xpu' or 'mps', got {self.device!r}")
     _need(self.precision in ('auto', 'bf16-mixed', 'fp32', 'bf16'), 'precision', f"must be 'auto', 'bf16-mixed', 'fp32' or 'bf16', got {self.precision!r}")
     _need(self.searcher_dtype in ('auto', 'bfloat16', 'float32'), 'searcher_dtype', f"must be 'auto', 'bfloat16' or 'float32', got {self.searcher_dtype!r}")
+    _need(self.searcher_rounding in ('auto', 'nearest', 'stochastic'), 'searcher_rounding', f"must be 'auto', 'nearest' or 'stochastic', got {self.searcher_rounding!r}")
     _need(0 <= self.p_recent <= 1, 'p_recent', f"m is a probability and must be in [0, 1], got {self.p_recent}")
     _need(self.k >= 1, 'k', f"must be >= 1, got {self.k}")
     _need(self.beta > 0, 'beta', f"must be > 0, got {self.beta}: beta is the KL coefficient of TB's target pi_ref * exp(r / beta) "

@@ -15,7 +15,7 @@ from .objectives import IS_MODES, OBJECTIVES
 from .samplers import FILLS, SAMPLERS, StalenessCap
 from .searchers import PLACEMENTS, engine_arguments, engine_class, placement_of
 from .trainer import BetaSchedule
-from .weights import CHANNELS
+from .weights import CHANNELS, RoundedWeights
 
 # %% auto #0
 __all__ = ['build_component', 'make_objective', 'make_sampler', 'check_parts', 'make_policy', 'make_searchers', 'make_searcher',
@@ -98,9 +98,11 @@ class WeightSync:
         self.searchers, self.newest = searchers, {}  # role -> (handle, reset_ref) of the newest snapshot: what a searcher joining gets
         self.channel = placement_of(cfg).channel(cfg)
         self.dtype = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
+        self.stochastic, self.seed = self.dtype == torch.bfloat16 and cfg.searcher_rounding == 'stochastic', cfg.seed
 
     def snapshot(self, model, version:int, role:str='policy'):
         "Write `model`'s weights into the channel as `version` (blocking: call it from a worker thread); returns the handle"
+        if self.stochastic: model = RoundedWeights(model, seed=self.seed * 1_000_003 + 2 * version + (role == 'reference'))  # as a resumed run rounds
         return self.channel.publish(model, version, role, self.dtype)
 
     async def hand_out(self, handle, reset_ref:bool=False):

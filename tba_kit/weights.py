@@ -18,9 +18,9 @@ from .core import Registry
 from .models import require
 
 # %% auto #0
-__all__ = ['CHANNELS', 'policy_state', 'install_state', 'WeightHandle', 'WeightChannel', 'FileChannel', 'read_state', 'ram_dir',
-           'pid_alive', 'ShmHandle', 'buffer_view', 'flat_source', 'flat_layout', 'fill_flat', 'ShmChannel',
-           'save_flat']
+__all__ = ['CHANNELS', 'policy_state', 'round_stochastic', 'RoundedWeights', 'install_state', 'WeightHandle', 'WeightChannel',
+           'FileChannel', 'read_state', 'ram_dir', 'pid_alive', 'ShmHandle', 'buffer_view', 'flat_source',
+           'flat_layout', 'fill_flat', 'ShmChannel', 'save_flat']
 
 # %% ../nbs/06e_weights.ipynb #01a698a5
 def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
@@ -35,6 +35,24 @@ def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
             return out
         finally: model.unmerge_adapter()
     return {n: p.detach().to('cpu', dtype or p.dtype).contiguous() for n, p in model.named_parameters()}  # files are written from the CPU
+
+# %% ../nbs/06e_weights.ipynb #srcode
+def round_stochastic(t:torch.Tensor, generator:torch.Generator|None=None,
+                     table:int=1 << 20) -> torch.Tensor:  # random offsets drawn, tiled over the tensor
+    "`t` (float32) in bfloat16, rounded up with probability equal to its distance from the value below: unbiased, E[result] = t"
+    bits = t.detach().to('cpu', torch.float32).contiguous().view(-1).view(torch.int32)  # [N] the float's bits
+    noise = torch.randint(0, 1 << 16, (min(table, bits.numel()),), generator=generator, dtype=torch.int32)
+    noise = noise.repeat(-(-bits.numel() // noise.numel()))[:bits.numel()] if bits.numel() else noise  # [N]
+    out = noise.add_(bits).bitwise_and_(-65536)  # the 16 bits bf16 drops, carried into its mantissa at random, then dropped
+    return out.view(torch.float32).to(torch.bfloat16).view(t.shape)
+
+# %% ../nbs/06e_weights.ipynb #rwcode
+class RoundedWeights:
+    "A model's weights (adapters merged) rounded stochastically to bfloat16, published in the model's place"
+    def __init__(self, model:nn.Module, seed:int=0):  # seed of the rounding (e.g. from the run's seed and the version)
+        g = torch.Generator().manual_seed(seed)
+        self.state = {n: round_stochastic(t, g) for n, t in policy_state(model).items()}
+    def named_parameters(self): return iter(self.state.items())
 
 # %% ../nbs/06e_weights.ipynb #ed6ed0c7
 def install_state(model:nn.Module, state:dict, bind:bool=False):
