@@ -77,6 +77,8 @@ class SearchFields(ModelFields):
     search_k:int|None = None  # completions an async search draws per prompt (the paper: 1.2 k, so that k distinct new ones exist after dedup); null: k
     search_ratio:float|None = None  # async: searchers make at most prefill + this many completions per completion trained (1.0: as many as the trainer uses), leaving shared cores to the trainer; null: no limit
     sync_every:int = 1  # trainer steps between weight syncs (the paper's k); in sync mode the generating weights lag by up to sync_every - 1 versions
+    precision_probe_every:int = 10  # versions between precision probes: the searchers' policy scored against the trainer's at one version (sync/precision_kl); 0: none
+    precision_kl_limit:float = 0.01  # per-token KL of a probe above which the run warns, once, that the searchers do not run the trainer's policy
     max_new_tokens:int = 32
     temperature:float = 1.0  # sampling temperature (of the weights at version 0 when annealed)
     temperature_final:float|None = None  # anneal: the sampling temperature moves linearly from `temperature` to this over the first temperature_steps versions of the weights, then stays (set logprob_temperature); null: constant
@@ -199,13 +201,14 @@ def check_ranges(self:Config):
                  'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'recent_window', 'keep_checkpoints'):
         _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
     _need(self.stable_steps is None or self.stable_steps >= 0, 'stable_steps', f"must be >= 0 or null, got {self.stable_steps}")
-    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts', 'validation'):
+    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts', 'validation', 'precision_probe_every'):
         _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
     for f in fields(self):  # inf or nan reaches the loss or the sampler silently
         v = getattr(self, f.name)
         if isinstance(v, float): _need(math.isfinite(v), f.name, f"must be a finite number, got {v}" + (" (null means no limit)" if type(None) in _options(_hints()[f.name]) else ""))
     _need(self.lr >= 0, 'lr', f"must be >= 0, got {self.lr}")
     for name in ('weight_decay', 'log_z_lr', 'kl_coef'): _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
+    _need(self.precision_kl_limit > 0, 'precision_kl_limit', f"must be > 0, got {self.precision_kl_limit} (precision_probe_every: 0 turns the probe off)")
     _need(self.ppo_clip > 0, 'ppo_clip', f"must be > 0, got {self.ppo_clip}")
     for name in ('max_new_tokens', 'eval_max_new_tokens'):
         _need(1 <= getattr(self, name) <= MAX_TOKENS, name, f"new tokens per completion must be in 1..{MAX_TOKENS:,} (longer than any model's context), got {getattr(self, name)}")

@@ -16,7 +16,8 @@ from torch import Tensor, nn
 
 # %% auto #0
 __all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'model_device', 'completion_logprobs',
-           'cache_kw', 'shared_prompt_logprobs', 'sequence_logprob_sums', 'Registry', 'stderr_line', 'proc_state']
+           'cache_kw', 'shared_prompt_logprobs', 'sequence_logprob_sums', 'completion_token_logprobs', 'Registry',
+           'stderr_line', 'proc_state']
 
 # %% ../nbs/00_core.ipynb #2cf5e21a
 def _as_ids(x, name:str) -> Tensor:
@@ -244,17 +245,9 @@ def shared_prompt_logprobs(
     return torch.zeros(B, L, device=dev, dtype=lp.dtype).scatter_add(1, cpos.clamp(max=L - 1), lp), out
 
 # %% ../nbs/00_core.ipynb #5f31301c
-@torch.inference_mode()
-def sequence_logprob_sums(
-    model:nn.Module,  # a causal LM: model(input_ids=..., attention_mask=...).logits
-    prompt_ids:list,  # [N] prompt ids
-    completion_ids:list,  # [N] completion ids
-    pad_id:int=0,
-    batch_size:int=64,
-    temperature:float=1.,  # log-probs of softmax(logits / temperature)
-) -> list:  # [N] floats
-    "log p(completion | prompt) under `model`: the sum of its per-token log-probs (reference log-probs)"
-    sums, dev = [], model_device(model)
+def _pair_logprobs(model:nn.Module, prompt_ids:list, completion_ids:list, pad_id:int, batch_size:int, temperature:float):
+    "Per padded batch of prompt + completion pairs: ([b, L] per-token log-probs, [b, L] completion mask)"
+    dev = model_device(model)
     for s in range(0, len(prompt_ids), batch_size):
         P, C = prompt_ids[s:s + batch_size], completion_ids[s:s + batch_size]
         L = max(len(p) + len(c) for p, c in zip(P, C))
@@ -267,8 +260,27 @@ def sequence_logprob_sums(
         group = torch.tensor([0] + [int(list(P[j]) != list(P[j - 1])) for j in range(1, len(P))], device=dev).cumsum(0)  # runs of one prompt
         lp, _ = (shared_prompt_logprobs(model, ids, mask, comp, group, temperature)
                  or completion_logprobs(model, ids, mask, comp, temperature))  # [b, L]
-        sums += sequence_logprobs(lp, comp).tolist()
-    return sums
+        yield lp, comp
+
+@torch.inference_mode()
+def sequence_logprob_sums(
+    model:nn.Module,  # a causal LM: model(input_ids=..., attention_mask=...).logits
+    prompt_ids:list,  # [N] prompt ids
+    completion_ids:list,  # [N] completion ids
+    pad_id:int=0,
+    batch_size:int=64,
+    temperature:float=1.,  # log-probs of softmax(logits / temperature)
+) -> list:  # [N] floats
+    "log p(completion | prompt) under `model`: the sum of its per-token log-probs (reference log-probs)"
+    return [x for lp, comp in _pair_logprobs(model, prompt_ids, completion_ids, pad_id, batch_size, temperature)
+            for x in sequence_logprobs(lp, comp).tolist()]
+
+@torch.inference_mode()
+def completion_token_logprobs(model:nn.Module, prompt_ids:list, completion_ids:list, pad_id:int=0, batch_size:int=64,
+                              temperature:float=1.) -> list:  # [N] float32 tensors [T] on the CPU
+    "Each completion's per-token log-probs given its prompt under `model` (as `sequence_logprob_sums` computes them)"
+    return [row[m].float().cpu() for lp, comp in _pair_logprobs(model, prompt_ids, completion_ids, pad_id, batch_size, temperature)
+            for row, m in zip(lp, comp)]
 
 # %% ../nbs/00_core.ipynb #b6b2d9b3
 class Registry:

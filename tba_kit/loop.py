@@ -15,7 +15,7 @@ from fastcore.basics import patch
 
 from .checkpoints import RunLock, find_checkpoint, load_checkpoint, newest_checkpoint, resume_config, save_checkpoint, set_aside
 from .build import Parts, build
-from .parts import WeightSync, make_searcher, make_searchers
+from .parts import WeightSync, make_searcher, make_searchers, precision_guard
 from .config import Config, _default
 from .core import collate
 from .metrics import diversity_metrics
@@ -160,6 +160,7 @@ async def train_step(self:Run, batch, sample_stats:dict, wait:float):
         elif 'ref/reset' in m: m['sync/seconds'] = await self.publish(reset_ref=True)  # a reset goes out at once
         if snap is not None or 'ref/reset' in m: self.buffer.mark_sync()
         m.update(self.pool.metrics())
+        if self.weights.guard is not None and (warning := self.weights.guard.observe(m)): _log.warning(warning)  # once
         m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
         if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0 and not (cfg.eval and self.done()):  # the last step: evaluated after the run
             m.update(await self.eval_held_out())
@@ -350,7 +351,7 @@ async def _locked(self:Run, resume) -> RunSummary:
 @patch
 async def _train(self:Run, resume) -> RunSummary:
     cfg = self.cfg
-    self.weights = self.pool.weights = WeightSync(self.searchers, cfg)
+    self.weights = self.pool.weights = WeightSync(self.searchers, cfg, precision_guard(cfg, self.task, self.tok))
     try:
         if callable(self.progress):  # a custom display, e.g. the notebook dashboard: shown from the start
             self.bar = self.progress(self)

@@ -14,12 +14,14 @@ from .models import load_model, tiny_model
 from .objectives import IS_MODES, OBJECTIVES
 from .samplers import FILLS, SAMPLERS, StalenessCap
 from .searchers import PLACEMENTS, engine_arguments, engine_class, placement_of
+from .probe import PrecisionGuard
+from .tasks import encode_prompts
 from .trainer import BetaSchedule
 from .weights import CHANNELS, RoundedWeights
 
 # %% auto #0
 __all__ = ['build_component', 'make_objective', 'make_sampler', 'check_parts', 'make_policy', 'make_searchers', 'make_searcher',
-           'kl_schedule', 'WeightSync']
+           'kl_schedule', 'WeightSync', 'precision_guard']
 
 # %% ../nbs/09d_parts.ipynb #10432795
 def build_component(field_:str, registry, cfg):
@@ -94,16 +96,17 @@ def kl_schedule(objective, cfg:Config) -> BetaSchedule|None:
 # %% ../nbs/09d_parts.ipynb #weightsync
 class WeightSync:
     "Publishes the trainer's weights to every searcher through a weight channel"
-    def __init__(self, searchers:list, cfg:Config):
-        self.searchers, self.newest = searchers, {}  # role -> (handle, reset_ref) of the newest snapshot: what a searcher joining gets
+    def __init__(self, searchers:list, cfg:Config, guard:PrecisionGuard|None=None):  # guard: probes ride on the policy's snapshots
+        self.searchers, self.newest, self.guard = searchers, {}, guard  # newest: role -> (handle, reset_ref), what a searcher joining gets
         self.channel = placement_of(cfg).channel(cfg)
         self.dtype = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
         self.stochastic, self.seed = self.dtype == torch.bfloat16 and cfg.searcher_rounding == 'stochastic', cfg.seed
 
     def snapshot(self, model, version:int, role:str='policy'):
         "Write `model`'s weights into the channel as `version` (blocking: call it from a worker thread); returns the handle"
-        if self.stochastic: model = RoundedWeights(model, seed=self.seed * 1_000_003 + 2 * version + (role == 'reference'))  # as a resumed run rounds
-        return self.channel.publish(model, version, role, self.dtype)
+        sent = RoundedWeights(model, seed=self.seed * 1_000_003 + 2 * version + (role == 'reference')) if self.stochastic else model  # as a resumed run rounds
+        handle = self.channel.publish(sent, version, role, self.dtype)
+        return handle if self.guard is None else self.guard.attach(handle, model)
 
     async def hand_out(self, handle, reset_ref:bool=False):
         "Give a snapshot to every searcher (installed before its next search)"
@@ -117,3 +120,13 @@ class WeightSync:
         self.searchers.append(searcher)
 
     def close(self): self.channel.close()
+
+# %% ../nbs/09d_parts.ipynb #guardcode
+def precision_guard(cfg:Config, task, tokenizer) -> PrecisionGuard|None:
+    "The run's precision probe, or None where precision_probe_every is 0 (`cfg` resolved: no 'auto' precision left)"
+    if not cfg.precision_probe_every: return None
+    rounded = f" (rounded {cfg.searcher_rounding})" if cfg.searcher_dtype == 'bfloat16' else ''
+    autocast = (lambda: torch.autocast(torch.device(cfg.device).type, dtype=torch.bfloat16)) if cfg.precision == 'bf16-mixed' else None
+    return PrecisionGuard(tokenizer, encode_prompts(tokenizer, [p.messages for p in task.prompts('train')[:4]]), cfg.precision_probe_every,
+                          cfg.precision_kl_limit, f"trainer {cfg.precision}, searchers {cfg.searcher_dtype}{rounded}",
+                          seed=cfg.seed, k=2, max_new_tokens=min(cfg.max_new_tokens, 16), temperature=cfg.logprob_temp, autocast=autocast)

@@ -134,6 +134,8 @@ def metrics(self:SearchPool) -> dict:
            'search/completions': sum(m['search/completions'] for _, m in st), 'search/unscored': sum(m['search/unscored'] for _, m in st), **held}
     loads = [m['sync/load_seconds'] for _, m in st if 'sync/load_seconds' in m]
     if loads: out['sync/load_seconds'] = max(loads)
+    probes = [(m['sync/precision_kl'], m['sync/precision_version']) for _, m in st if 'sync/precision_kl' in m]
+    if probes: out['sync/precision_kl'], out['sync/precision_version'] = max(probes)  # the searcher furthest from the trainer
     temps = [m['search/temperature'] for _, m in st if 'search/temperature' in m]
     if temps: out['search/temperature'] = sum(temps) / len(temps)  # the mean over searches (an `Anneal` moves it)
     return out

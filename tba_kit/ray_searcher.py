@@ -94,7 +94,7 @@ class RayHandle(WeightHandle):
 
     def __reduce__(self):
         cls = importlib.import_module('tba_kit.ray_searcher').RayHandle
-        return cls, (self.path, self.version, self.role, None, self.layout, self.nbytes, self.serial, self.ref)
+        return cls, (self.path, self.version, self.role, None, self.layout, self.nbytes, self.serial, self.ref), self._extra()
 
 # %% ../nbs/07d_ray.ipynb #00a25115
 class RayChannel(WeightChannel):

@@ -134,7 +134,7 @@ class SearchResult:
 
 # %% ../nbs/07_searchers.ipynb #d15c184b
 class SearcherBase:
-    "A searcher from an engine: subclasses implement `_generate(messages, k) -> (version, [[Completion]] per prompt, load seconds)` and `load_weights`"
+    "A searcher from an engine: subclasses implement `_generate(messages, k) -> (version, [[Completion]] per prompt, sync)` and `load_weights`; sync: None, the seconds a weight load took, or a dict of `sync/` metrics"
     version, name, reward, reward_timeout, restarts = 0, 'searcher', None, None, 0  # reward_timeout: seconds a reward batch may take
     temperature = None  # the sampling temperature (a number or an `Anneal` of the version), reported as search/temperature; None: not reported
     async def start(self): return self  # engines that need starting (a process, a vLLM engine) override it
@@ -144,7 +144,7 @@ class SearcherBase:
         if k < 1: raise ValueError(f"k (completions per prompt) must be >= 1, got {k}")
         if self.reward is None: raise ValueError(f"searcher {self.name!r} has no reward function: pass reward=task.reward")
         t0 = time.perf_counter()
-        version, groups, load_s = await self._generate([p.messages for p in prompts], k)
+        version, groups, sync = await self._generate([p.messages for p in prompts], k)
         gen_s = time.perf_counter() - t0
         flat = [(p, c) for p, g in zip(prompts, groups) for c in g]
         rewards = await self._score([p for p, _ in flat], [c.text for _, c in flat], [c.ids.tolist() for _, c in flat])
@@ -154,7 +154,7 @@ class SearcherBase:
         m = {'search/tokens': tokens, 'search/seconds': gen_s, 'search/tokens_per_s': tokens / max(gen_s, 1e-9),
              'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version}
         if self.temperature is not None: m['search/temperature'] = temperature_at(self.temperature, version)
-        if load_s is not None: m['sync/load_seconds'] = load_s
+        m.update(sync if isinstance(sync, dict) else {} if sync is None else {'sync/load_seconds': sync})
         if self.restarts: m['search/restarts'] = self.restarts  # of its worker, so far
         return SearchResult(trajs, m)
 
@@ -204,18 +204,21 @@ class Generator:
         self.ref = copy.deepcopy(model).eval() if ref == 'copy' else (ref.eval() if ref is not None else None)
         self.version, self.pending = 0, PendingWeights()
 
-    def apply_pending(self, loads) -> float|None:
+    def apply_pending(self, loads) -> dict|None:
+        "Install queued snapshots: None when there were none, else the sync's metrics (seconds; a probe's KL where one came along)"
         if not loads: return None
-        t = time.perf_counter()
+        out, load_s = {}, 0.
         for handle, reset in loads:
+            t = time.perf_counter()
             state = handle.receive()
             install_state(self.model, state, bind=handle.zero_copy)
             if reset and self.ref is not None: install_state(self.ref, state)  # a copy: the reference outlives the snapshot
-            self.version = handle.version
-        return time.perf_counter() - t
+            self.version, load_s = handle.version, load_s + time.perf_counter() - t
+            if handle.probe is not None and handle.role == 'policy': out.update(handle.probe.score(self.model, self.tok.pad_token_id))  # at this version
+        return {'sync/load_seconds': load_s, **out}
 
     def run(self, prompts, k, loads):
-        load_s = self.apply_pending(loads)
+        sync = self.apply_pending(loads)
         pids = encode_prompts(self.tok, prompts)
         groups = generate_completions(self.model, self.tok, pids, k=k, **self.gen | dict(temperature=temperature_at(self.gen.get('temperature', 1.), self.version)))
         flatp = [p for p, g in zip(pids, groups) for _ in g]
@@ -224,7 +227,7 @@ class Generator:
                                       self.gen['logprob_temperature']) if self.ref is not None else [None] * len(flatc))
         texts = self.tok.batch_decode(flatc, skip_special_tokens=True)
         it = iter(zip(flatc, [lp for g in groups for _, lp in g], refs, texts, flatp))
-        return self.version, [[Completion(*next(it)) for _ in g] for g in groups], load_s
+        return self.version, [[Completion(*next(it)) for _ in g] for g in groups], sync
 
 # %% ../nbs/07_searchers.ipynb #82667154
 class HFSearcher(SearcherBase):

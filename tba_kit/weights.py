@@ -76,6 +76,7 @@ class WeightHandle:
     channel:object = field(default=None, compare=False, repr=False)  # the channel that published it (trainer's process only)
 
     zero_copy = False  # whether a searcher may use the received tensors as its weights (no copy)
+    probe = None  # a `probe.Probe` the searcher that installs this snapshot scores (set by `with_probe`)
 
     def receive(self) -> dict:
         "The snapshot's tensors: the searcher's side, in any process"
@@ -85,8 +86,13 @@ class WeightHandle:
         if self.channel is not None: self.channel.hold(self)
     def release(self):
         if self.channel is not None: self.channel.release(self)
+    def with_probe(self, probe) -> WeightHandle:
+        "This snapshot, carrying `probe` to the searchers (one attribute outside the fields: equality and hashing ignore it)"
+        object.__setattr__(self, 'probe', probe)
+        return self
+    def _extra(self): return None if self.probe is None else {'probe': self.probe}  # pickled state beyond the fields
     def __reduce__(self):  # to a worker process: the snapshot without its channel, as the library's class (also when defined in a notebook)
-        return importlib.import_module('tba_kit.weights').WeightHandle, (self.path, self.version, self.role)
+        return importlib.import_module('tba_kit.weights').WeightHandle, (self.path, self.version, self.role), self._extra()
 
 # %% ../nbs/06e_weights.ipynb #2d6c9206
 class WeightChannel:
@@ -178,7 +184,7 @@ class ShmHandle(WeightHandle):
 
     def __reduce__(self):
         cls = importlib.import_module('tba_kit.weights').ShmHandle
-        return cls, (self.path, self.version, self.role, None, self.layout, self.nbytes, self.serial)
+        return cls, (self.path, self.version, self.role, None, self.layout, self.nbytes, self.serial), self._extra()
 
 # %% ../nbs/06e_weights.ipynb #0aeb9d4d
 def buffer_view(buf, dtype, shape, offset):

@@ -1,0 +1,32 @@
+"The precision guard in real runs: searchers whose weights are rounded to bf16 beside an fp32 trainer are probed at one version and named in a warning; matched dtypes stay quiet."
+import asyncio, json
+
+import pytest
+
+from tba_kit.loop import run
+from test_loop import TINY
+
+LIMIT = 1e-9  # the tiny model's bf16 copy differs from it by ~1e-7 nats per token (06h_probe); an exact copy by 0
+
+
+def probes(out) -> list:
+    "(version, KL) of every probe result in a run's metrics"
+    rows = [json.loads(line) for line in open(out / 'metrics.jsonl')]
+    return [(r['sync/precision_version'], r['sync/precision_kl']) for r in rows if 'sync/precision_kl' in r]
+
+
+@pytest.mark.parametrize('placement', ['inline', pytest.param('process', marks=pytest.mark.process)])
+@pytest.mark.parametrize('searcher_dtype', ['bfloat16', 'float32'])
+def test_the_guard_fires_on_bf16_searchers_and_stays_quiet_when_dtypes_match(tmp_path, caplog, placement, searcher_dtype):
+    kw = dict(TINY, task='t_vowels', mode='sync', placement=placement, eval=False, steps=4, searcher_dtype=searcher_dtype,
+              searcher_rounding='nearest', precision_probe_every=2, precision_kl_limit=LIMIT)
+    with caplog.at_level('WARNING', logger='tba_kit'):
+        asyncio.run(run(out_dir=str(tmp_path), **kw))
+    got = probes(tmp_path)
+    assert [v for v, _ in got] == [0, 2], got  # every 2 versions, each scored at the version it was sampled at
+    warned = [r.message for r in caplog.records if 'do not run the trainer' in r.message]
+    if searcher_dtype == 'float32':
+        assert all(kl < LIMIT for _, kl in got) and not warned, (got, warned)
+    else:
+        assert all(kl > LIMIT for _, kl in got), got
+        assert len(warned) == 1 and 'trainer fp32, searchers bfloat16 (rounded nearest)' in warned[0] and 'searcher_dtype: float32' in warned[0], warned
