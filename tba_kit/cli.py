@@ -30,6 +30,8 @@ def _parser():
     e.add_argument('--limit', type=int, default=None, help='evaluate on the first N held-out prompts')
     e.add_argument('--out', help='write every held-out problem (prompt, completion, its scores) to this new JSONL file')
     e.add_argument('--untrained', action='store_true', help="with a run's config.json: score the untrained model with the run's settings")
+    e.add_argument('--dtype', choices=('bfloat16',), help="score the policy as a bf16 server runs it (vLLM's default), and say how much of the trained change survives")
+    e.add_argument('--rounding', choices=('nearest', 'stochastic'), default='nearest', help="with --dtype: how weights are rounded (stochastic keeps small updates on average)")
     return p
 
 # %% ../nbs/11_cli.ipynb #31f0ab08
@@ -69,7 +71,9 @@ def main(argv:list|None=None) -> int:
                                             'eval_before': summary.eval_before, 'eval_after': summary.eval_after, 'final': summary.final}, indent=1))
             else: print('\n'.join(f"tba_kit: {line}" for line in summary.lines()))
         else:
-            print(json.dumps(evaluate_target(args.target, args.limit, rest, args.out, args.untrained), indent=1))
+            res = evaluate_target(args.target, args.limit, rest, args.out, args.untrained, args.dtype, args.rounding)
+            print(json.dumps(res, indent=1))
+            if 'warning' in res: _say(f"warning: {res['warning']}")
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as e:
         _say(f"error: {e}"); return getattr(e, 'exit_code', 2)  # a bad input; a run that diverged: 1
     except OSError as e:  # e.g. a model that is neither a folder nor reachable on the hub; a full disk
@@ -91,7 +95,9 @@ EVAL_FIELDS = ('model', 'lora', 'seed', 'precision', 'device', 'trainer_threads'
 def evaluate_target(target:str, limit:int|None=None,
                     overrides:list=(),  # '--key=value' config overrides of the fields in EVAL_FIELDS, as `tba train` takes them
                     out:str|None=None,  # a new JSONL file for every held-out problem (the result keeps 3)
-                    untrained:bool=False) -> dict:  # a run's config.json: score the untrained model with the run's settings (else refused)
+                    untrained:bool=False,  # a run's config.json: score the untrained model with the run's settings (else refused)
+                    dtype:str|None=None,  # 'bfloat16': score the policy as a bf16 server runs it (None: as trained)
+                    rounding:str='nearest') -> dict:  # with dtype: 'nearest' or 'stochastic'
     "Held-out metrics (greedy, and sampled with `eval_samples`) of a config's model, or of a run directory's / checkpoint's policy"
     from tba_kit.checkpoints import pinned, saved_config
     from tba_kit.runtime import check_writable
@@ -107,14 +113,28 @@ def evaluate_target(target:str, limit:int|None=None,
             saved = saved_config(folder, ck)
             cfg = _with_overrides(saved, list(overrides))
             if cfg.model != saved['model']: raise ValueError(f"config field 'model': {ck} holds weights of {saved['model']!r}; evaluate another model from a config")
-            return _evaluate(cfg, folder / 'policy.safetensors', ck, limit, out)
+            return _evaluate(cfg, folder / 'policy.safetensors', ck, limit, out, dtype, rounding)
     if not untrained and p.name == 'config.json' and ((p.parent / 'checkpoints').is_dir() or (p.parent / 'manifest.json').exists()):
         raise ValueError(f"{target} is the saved config of a run with checkpoints: give its folder ({p.parent}) to evaluate its newest checkpoint, "
                          "or add --untrained to score the untrained model with its settings")
-    return _evaluate(Config.load(p, list(overrides)), None, None, limit, out)
+    return _evaluate(Config.load(p, list(overrides)), None, None, limit, out, dtype, rounding)
+
+# %% ../nbs/11_cli.ipynb #servedcli
+def _served(cfg:Config, model, trained:bool, dtype:str, rounding:str) -> tuple:
+    "(the policy as a `dtype` server runs it, what to report of it): a trained one with the share of its change that survives, and a warning where most vanishes"
+    from tba_kit.parts import make_policy
+    from tba_kit.probe import rounded_copy, surviving_update
+    info = {'dtype': f"{dtype} (rounded {rounding})"}
+    if trained:
+        info['update_survives_bf16_nearest'] = kept = surviving_update(model, make_policy(cfg)[0])
+        if rounding == 'nearest' and kept < 0.5:
+            info['warning'] = (f"rounded to the nearest bfloat16 value, only {kept:.0%} of the weights training changed keep a change: this is not the "
+                               "policy that was trained, and its accuracy says so. Serve it in float32 (a bf16 server: dtype float32), or round "
+                               "stochastically (--rounding stochastic keeps the change on average)")
+    return rounded_copy(model, rounding, cfg.seed), info
 
 # %% ../nbs/11_cli.ipynb #9b7bd6b3
-def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:str|None) -> dict:
+def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:str|None, dtype:str|None=None, rounding:str='nearest') -> dict:
     "The evaluation of `tba eval`: the config's policy (with the checkpoint's `weights`, which must be finite) on its held-out problems"
     from tba_kit.parts import make_policy
     from tba_kit.evaluation import evaluate
@@ -127,12 +147,13 @@ def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:s
         if bad := [n for n, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()]:
             raise ValueError(f"checkpoint {str(ck)!r} holds non-finite weights ({len(bad)} tensors, e.g. {bad[0]}): its run diverged; "
                              "evaluate an earlier checkpoint (checkpoints/step_*), or resume from one with a lower lr")
+    model, served = _served(cfg, model, weights is not None, dtype, rounding) if dtype else (model, {})
     task = make_task(cfg.task, **cfg.task_args)
     task = ValidationSplit(task, cfg.validation) if cfg.validation else task  # a tuning run's own split (--validation=0: the test split)
     res = evaluate(model, tok, task, 'test', cfg.eval_max_new_tokens, cfg.eval_batch_size, limit or cfg.eval_limit,
                    temperature=cfg.logprob_temp, samples=cfg.eval_samples)
     if out: Path(out).parent.mkdir(parents=True, exist_ok=True); Path(out).write_text(''.join(json.dumps(r) + '\n' for r in res['examples']))
-    return {'checkpoint': str(ck) if ck else None, **res, 'examples': res['examples'][:3]}
+    return {'checkpoint': str(ck) if ck else None, **served, **res, 'examples': res['examples'][:3]}
 
 # %% ../nbs/11_cli.ipynb #273139a5
 def run_interruptible(coro):

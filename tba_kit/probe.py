@@ -1,4 +1,4 @@
-"""Is the policy the searchers sample from the one the trainer trains? A probe of completions the trainer sampled travels with a weight snapshot; the searcher that installs it scores them, and the KL between the two, at the same version, separates precision from staleness.
+"""Is the policy the searchers sample from the one the trainer trains? A probe of completions the trainer sampled travels with a weight snapshot; the searcher that installs it scores them, and the KL between the two, at the same version, separates precision from staleness. And the bf16 copy a user would serve.
 
 Docs: https://tba-kit.github.io/tba_kit/probe.html.md"""
 
@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/probe.html.md"""
 
 # %% ../nbs/06h_probe.ipynb #primp
 from __future__ import annotations
-import contextlib
+import contextlib, copy
 from dataclasses import dataclass
 
 import torch
@@ -14,9 +14,10 @@ from torch import nn
 
 from .core import completion_token_logprobs, model_device
 from .generation import generate_completions
+from .weights import RoundedWeights, install_state, policy_state
 
 # %% auto #0
-__all__ = ['precision_kl', 'Probe', 'sample_probe', 'PrecisionGuard']
+__all__ = ['precision_kl', 'Probe', 'sample_probe', 'PrecisionGuard', 'surviving_update', 'rounded_copy']
 
 # %% ../nbs/06h_probe.ipynb #prkl
 def precision_kl(trainer:list, searcher:list) -> float:
@@ -90,3 +91,23 @@ class PrecisionGuard:
         return (f"the searchers do not run the trainer's policy: at version {v} their per-token KL from it is {kl:.3g} (limit {self.limit:g}; "
                 f"{self.setup}). Updates smaller than the searchers' precision vanish in their copy, so they sample from a policy that was "
                 "never trained. Fixes: searcher_dtype: float32, or searcher_rounding: stochastic, or precision: bf16-mixed (one policy on both sides)")
+
+# %% ../nbs/06h_probe.ipynb #servecode
+def surviving_update(trained:nn.Module, initial:nn.Module) -> float:
+    "Of the weights training changed, the share whose nearest bfloat16 value changed too (the others round back to where they started)"
+    start = policy_state(initial)
+    changed = survived = 0
+    for n, w in policy_state(trained).items():
+        moved = w != start[n]
+        changed += int(moved.sum()); survived += int((w.bfloat16() != start[n].bfloat16())[moved].sum())
+    return survived / changed if changed else 1.
+
+def rounded_copy(model:nn.Module, rounding:str='nearest', seed:int=0) -> nn.Module:
+    "A bfloat16 copy of `model` (a LoRA model's adapters merged), its weights rounded to the nearest value or stochastically"
+    if rounding not in ('nearest', 'stochastic'): raise ValueError(f"rounding must be 'nearest' or 'stochastic', got {rounding!r}")
+    m = copy.deepcopy(model)
+    if hasattr(m, 'merge_and_unload'): m = m.merge_and_unload()
+    state = RoundedWeights(m, seed).state if rounding == 'stochastic' else None
+    m = m.to(torch.bfloat16)
+    if state is not None: install_state(m, state)
+    return m

@@ -30,3 +30,16 @@ def test_the_guard_fires_on_bf16_searchers_and_stays_quiet_when_dtypes_match(tmp
     else:
         assert all(kl > LIMIT for _, kl in got), got
         assert len(warned) == 1 and 'trainer fp32, searchers bfloat16 (rounded nearest)' in warned[0] and 'searcher_dtype: float32' in warned[0], warned
+
+
+@pytest.mark.parametrize('lr, warns', [(1e-3, False), (1e-7, True)])
+def test_tba_eval_scores_the_bf16_policy_and_says_when_the_update_does_not_survive(tmp_path, lr, warns):
+    "An update far below bf16's step (lr 1e-7) rounds away to the nearest bf16 value: `tba eval --dtype bfloat16` says so; stochastic rounding is offered"
+    from tba_kit.cli import evaluate_target
+    asyncio.run(run(task='t_vowels', steps=2, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **(TINY | dict(lr=lr))))
+    near = evaluate_target(str(tmp_path), dtype='bfloat16')
+    assert near['dtype'] == 'bfloat16 (rounded nearest)' and 0 <= near['eval/reward'] <= 1
+    assert (near['update_survives_bf16_nearest'] < 0.5) == warns and ('warning' in near) == warns, near
+    if warns: assert '--rounding stochastic' in near['warning'] and 'float32' in near['warning']
+    sto = evaluate_target(str(tmp_path), dtype='bfloat16', rounding='stochastic')
+    assert sto['dtype'] == 'bfloat16 (rounded stochastic)' and 'warning' not in sto
