@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/weights.html.md"""
 
 # %% ../nbs/06e_weights.ipynb #wtimp
 from __future__ import annotations
-import importlib, itertools, json, os, shutil, struct, tempfile, threading, uuid
+import importlib, itertools, json, os, shutil, struct, sys, tempfile, threading, uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +41,13 @@ def round_stochastic(t:torch.Tensor, generator:torch.Generator|None=None,
                      table:int=1 << 20) -> torch.Tensor:  # random offsets drawn, tiled over the tensor
     "`t` (float32) in bfloat16, rounded up with probability equal to its distance from the value below: unbiased, E[result] = t"
     bits = t.detach().to('cpu', torch.float32).contiguous().view(-1).view(torch.int32)  # [N] the float's bits
-    noise = torch.randint(0, 1 << 16, (min(table, bits.numel()),), generator=generator, dtype=torch.int32)
-    noise = noise.repeat(-(-bits.numel() // noise.numel()))[:bits.numel()] if bits.numel() else noise  # [N]
-    out = noise.add_(bits).bitwise_and_(-65536)  # the 16 bits bf16 drops, carried into its mantissa at random, then dropped
-    return out.view(torch.float32).to(torch.bfloat16).view(t.shape)
+    n = bits.numel(); T = max(1, min(table, n)); full = n - n % T
+    noise = torch.randint(0, 1 << 16, (T,), generator=generator, dtype=torch.int32)
+    out = torch.empty_like(bits)
+    torch.add(bits[:full].view(-1, T), noise, out=out[:full].view(-1, T))  # the 16 bits bf16 drops, plus a random offset: a carry into its mantissa at random
+    torch.add(bits[full:], noise[:n - full], out=out[full:])
+    high = out.view(torch.int16).view(-1, 2)[:, 1 if sys.byteorder == 'little' else 0]  # [N] each float's upper half: its bf16, truncated
+    return high.contiguous().view(torch.bfloat16).view(t.shape)
 
 # %% ../nbs/06e_weights.ipynb #rwcode
 class RoundedWeights:

@@ -1,0 +1,113 @@
+"""The searchers' precision against the trainer's, measured on the main job: arms that differ in precision alone, on a
+machine with native bf16, several seeds, one run at a time, seeds interleaved. Per arm: final held-out greedy accuracy
+at equal training minutes (median over seeds, bootstrap interval over seeds and problems), steps, the median per-batch
+`offpolicy/kl` (precision and staleness together), the median probe KL at one version (`sync/precision_kl`: precision
+alone), the searchers' training reward over the last 10 steps, and the trained policy's accuracy as a bf16 server runs
+it (rounded to the nearest, `tba eval --dtype bfloat16`). Each run leaves a compact record in
+benchmarks/results/<name>_runs/; the report reruns from those.
+
+    python benchmarks/precision_arms.py --seeds 0 1 2 [--arms fp32 bf16 sr mixed] [--name precision_arms]
+    python benchmarks/precision_arms.py --seeds 0 1 2 --report [--served]   # records only; --served: score finished runs in bf16 first
+"""
+import argparse, json, statistics, sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from evidence import config_of, evaluations, final_with_interval, interval, keep_record, provenance, rel, rows, same_job, timed_run  # noqa: E402
+
+ARMS = {  # name -> (overrides of the main job, what it is)
+    'fp32': (['--searcher_dtype=float32'], 'fp32 trainer, fp32 searchers'),
+    'bf16': (['--searcher_dtype=bfloat16', '--searcher_rounding=nearest'], 'fp32 trainer, bf16 searchers rounded to nearest (the old default)'),
+    'sr': (['--searcher_dtype=bfloat16', '--searcher_rounding=stochastic'], 'fp32 trainer, bf16 searchers rounded stochastically'),
+    'mixed': (['--precision=bf16-mixed', '--searcher_dtype=bfloat16', '--searcher_rounding=nearest'], 'bf16-mixed trainer, bf16 searchers (one policy on both sides)'),
+}
+SETTINGS = ('precision', 'searcher_dtype', 'searcher_rounding')  # what an arm's config must hold
+
+
+def command(arm:str, seed:int, out:Path, config:str) -> list:
+    return [sys.executable, '-m', 'tba_kit.cli', 'train', config, '--mode=async', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *ARMS[arm][0]]
+
+
+def served_accuracy(out:Path) -> float:
+    "Held-out greedy accuracy of a finished run's policy rounded to the nearest bf16 value (kept in the run folder)"
+    f = out / 'served_bf16.json'
+    if not f.exists():
+        from tba_kit.cli import evaluate_target
+        res = evaluate_target(str(out), dtype='bfloat16')
+        f.write_text(json.dumps({k: v for k, v in res.items() if k != 'examples'}))
+    return json.loads(f.read_text())['eval/accuracy']
+
+
+def summary(rec:Path) -> dict:
+    "One run's numbers, from its record"
+    rs, ev = rows(rec), evaluations(rec)
+    steps = [r for r in rs if 'train/step' in r]
+    med = lambda k: statistics.median(v) if (v := [r[k] for r in steps if k in r]) else None
+    kept = json.loads(rec.read_text())
+    return {'final': ev[-1]['accuracy'], 'steps': ev[-1]['step'], 'offpolicy_kl': med('offpolicy/kl'), 'precision_kl': med('sync/precision_kl'),
+            'searcher_reward_last10': float(np.mean([r['reward/mean'] for r in steps[-10:]])), 'served_bf16': kept.get('served_bf16'),
+            'minutes': kept['wall_seconds'] / 60, 'settings': kept['settings']}
+
+
+def main(a):
+    records = ROOT / 'benchmarks' / 'results' / f'{a.name}_runs'
+    if not a.report:
+        same_job({arm: config_of(command(arm, a.seeds[0], ROOT / 'runs' / 'audit', a.config)) for arm in a.arms}, set(SETTINGS))  # one job, precision apart
+    for seed in a.seeds:
+        for arm in a.arms:
+            out, rec = ROOT / a.out_root / arm / f'async_seed{seed}', records / f'{arm}_seed{seed}.json'
+            if not a.report and not rec.exists():
+                wall = timed_run(command(arm, seed, out, a.config), out, resume=True)
+                cfg = json.loads((out / 'config.json').read_text())
+                keep_record(out, rec, wall, command=' '.join(command(arm, seed, out, a.config)[2:]), settings={k: cfg.get(k) for k in SETTINGS})
+            if a.served and rec.exists() and (out / 'checkpoints').exists():
+                kept = json.loads(rec.read_text())
+                if kept.get('served_bf16') is None:
+                    kept['served_bf16'] = served_accuracy(out)
+                    rec.write_text(json.dumps(kept, separators=(',', ':')) + '\n')
+    res = {}
+    for arm in a.arms:
+        recs = [r for s in a.seeds if (r := records / f'{arm}_seed{s}.json').exists()]
+        if not recs: continue
+        runs = {r.stem: summary(r) for r in recs}
+        mid = lambda k: statistics.median(v) if (v := [x[k] for x in runs.values() if x[k] is not None]) else None
+        res[arm] = {'what': ARMS[arm][1], 'seeds': len(recs), 'final': final_with_interval(recs), 'steps': mid('steps'),
+                    'offpolicy_kl': mid('offpolicy_kl'), 'precision_kl': mid('precision_kl'), 'searcher_reward_last10': mid('searcher_reward_last10'),
+                    'served_bf16': mid('served_bf16'), 'minutes': mid('minutes'), 'runs': runs}
+    num = lambda v, f: '–' if v is None else f.format(v)
+    print("| arm | seeds | final held-out accuracy | steps | offpolicy/kl | sync/precision_kl | searchers' reward (last 10) | served in bf16 (nearest) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for arm, r in res.items():
+        print(f"| {arm}: {r['what']} | {r['seeds']} | {interval(r['final'])} | {r['steps']:g} | {num(r['offpolicy_kl'], '{:.3g}')} | "
+              f"{num(r['precision_kl'], '{:.3g}')} | {r['searcher_reward_last10']:.2f} | {num(r['served_bf16'], '{:.1%}')} |")
+    dest = ROOT / 'benchmarks' / 'results' / f'{a.name}.json'
+    dest.write_text(json.dumps({**provenance(), 'config': a.config, 'records': rel(records), 'arms': res}, indent=1))
+
+
+def claims(rec:dict) -> list:
+    "The results ledger's rows: per arm its final accuracy, and its divergences, reward and served accuracy"
+    out = []
+    for arm, r in rec['arms'].items():
+        n = f"{r['seeds']} seed{'s' * (r['seeds'] > 1)}"
+        out.append({'claim': f"main job, {r['what']}: final held-out accuracy at 8 training minutes ({n}, {r['steps']:g} steps)", 'value': interval(r['final'])})
+        kl = lambda v: '–' if v is None else f"{v:.3g}"
+        served = '–' if r['served_bf16'] is None else f"{r['served_bf16']:.1%}"
+        out.append({'claim': f"main job, {r['what']}: median offpolicy/kl, median probe KL at one version (sync/precision_kl), searchers' reward over the last 10 steps, "
+                             f"accuracy served in bf16 (medians over {n})",
+                    'value': f"{kl(r['offpolicy_kl'])}, {kl(r['precision_kl'])}, {r['searcher_reward_last10']:.2f}, {served}"})
+    return out
+
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--config', default='configs/quickstart.yaml')
+    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    ap.add_argument('--arms', nargs='+', default=list(ARMS), choices=list(ARMS))
+    ap.add_argument('--name', default='precision_arms')
+    ap.add_argument('--out_root', default='runs/precision')
+    ap.add_argument('--report', action='store_true', help='run nothing: report the kept records')
+    ap.add_argument('--served', action='store_true', help="score each finished run's policy in bf16 (rounded to nearest) where its record lacks it")
+    main(ap.parse_args())
