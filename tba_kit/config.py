@@ -25,7 +25,7 @@ class ModelFields:
     model:str = 'smollm2-135m-instruct'  # hub name, local folder, the built-in default, or 'tiny' (random test model)
     precision:str = 'auto'  # trainer precision: 'auto' (bf16-mixed where bf16 is fast here, else fp32), 'bf16-mixed', 'fp32' or 'bf16'
     searcher_dtype:str = 'auto'  # weights the searchers generate with: 'auto' (bfloat16 where fast here, else float32), 'bfloat16', 'float32'
-    searcher_rounding:str = 'auto'  # how fp32 weights become bfloat16 searcher weights: 'nearest', 'stochastic' (unbiased: small updates survive on average), 'auto'
+    searcher_rounding:str = 'auto'  # how the trainer's weights become bf16 searcher weights: 'nearest', 'stochastic' (unbiased: updates below bf16's step survive on average), 'auto' (stochastic beside an fp32 trainer, else nearest)
     lora:dict|None = None  # peft LoraConfig arguments (None: full fine-tuning)
     # task
     task:str = 'arithmetic'  # built-in task name or 'module:factory'
@@ -333,7 +333,7 @@ def vllm_cores(self:Config, i:int) -> str|None:
 # %% ../nbs/09_config.ipynb #1f152bfa
 @patch
 def resolve_precision(self:Config) -> tuple:
-    "(this config with `auto` precision and searcher dtype replaced by what is fast on this machine, a sentence saying why)"
+    "(this config with `auto` precision, searcher dtype and rounding replaced by what suits this machine, a sentence saying why)"
     from tba_kit.models import fast_dtype
     kw, why = {}, {}  # reason -> what it decided
     if self.precision == 'auto':
@@ -342,11 +342,18 @@ def resolve_precision(self:Config) -> tuple:
     if self.searcher_dtype == 'auto':  # process searchers generate on the CPU; in-process ones where the policy is
         dev = self.device if self.placement_name == 'inline' and self.engine == 'hf' else 'cuda' if self.engine == 'vllm' and 'cuda' in self.device else 'cpu'
         kw['searcher_dtype'], reason = fast_dtype(dev); why.setdefault(reason, []).append(f"searchers {kw['searcher_dtype']}")
+    if self.searcher_rounding == 'auto':
+        precision, dtype = kw.get('precision', self.precision), kw.get('searcher_dtype', self.searcher_dtype)
+        kw['searcher_rounding'] = 'stochastic' if dtype == 'bfloat16' and precision == 'fp32' else 'nearest'
+        if dtype == 'bfloat16': why.setdefault(_ROUNDING[kw['searcher_rounding']], []).append(f"rounded {kw['searcher_rounding']}")
     res = copy.copy(self); res.__dict__.update(kw)  # values validate accepts, read by no other check: the config is validated once, not again
     return res, '; '.join(f"{', '.join(what)}: {reason}" for reason, what in why.items())
 
 _CPU_TRAINER = ("a CPU trainer keeps fp32 (bf16-mixed autocast was no faster for the default job's train step even with native "
                 "bf16, and learned less; see benchmarks/results/main_job_search.md; precision: bf16-mixed overrides)")
+_ROUNDING = {'stochastic': "an fp32 trainer's updates are far below bf16's step: rounded to the nearest, most of each vanishes from the searchers' "
+                           "copy, rounded stochastically it stays on average (benchmarks/results/precision_arms.json)",
+             'nearest': "the trainer computes in bf16 itself, rounding its weights to the nearest: the searchers' copy is the same policy"}
 
 # %% ../nbs/09_config.ipynb #3e4e956a
 def _hints(): return typing.get_type_hints(Config)
