@@ -129,4 +129,4 @@ def precision_guard(cfg:Config, task, tokenizer) -> PrecisionGuard|None:
     autocast = (lambda: torch.autocast(torch.device(cfg.device).type, dtype=torch.bfloat16)) if cfg.precision == 'bf16-mixed' else None
     return PrecisionGuard(tokenizer, encode_prompts(tokenizer, [p.messages for p in task.prompts('train')[:4]]), cfg.precision_probe_every,
                           cfg.precision_kl_limit, f"trainer {cfg.precision}, searchers {cfg.searcher_dtype}{rounded}",
-                          seed=cfg.seed, k=2, max_new_tokens=min(cfg.max_new_tokens, 16), temperature=cfg.logprob_temp, autocast=autocast)
+                          seed=cfg.seed, k=2, max_new_tokens=min(cfg.max_new_tokens, 16), temperature=1. if cfg.engine == 'vllm' else cfg.logprob_temp, autocast=autocast)

@@ -106,7 +106,7 @@ def curves(runs, x:str='step', window:int=10, reward_key:str='reward/mean', eval
 # %% ../nbs/12_viz.ipynb #26cc738c
 _HEALTH = [('loss/tb', 'TB loss'), ('tb/logZ', 'log Z'), ('eval/kl', 'KL to reference (fresh samples)'),
            ('ref/log_ratio', 'log-ratio to reference (replayed)'), ('buffer/size', 'buffer size'),
-           ('buffer/staleness_mean', 'mean staleness (versions)'), ('offpolicy/kl', 'KL behaviour → trainer (trained tokens)'),
+           ('buffer/staleness_mean', 'mean staleness (versions)'), (('offpolicy/kl', 'sync/precision_kl'), 'KL searcher → trainer: trained tokens, probe (dots)'),
            ('search/tokens_per_s', 'searcher tokens/s')]
 
 def health(runs, x:str='step'):
@@ -115,10 +115,11 @@ def health(runs, x:str='step'):
     titles = [t for _, t in _HEALTH] + ['trainer seconds per step (busy / waiting)']  # the last panel: row 3, column 3
     fig = sp.make_subplots(rows=3, cols=3, subplot_titles=titles)
     for j, (name, rows) in enumerate(_runs(runs).items()):
-        for i, (key, _) in enumerate(_HEALTH):
-            xs, ys = _series(rows, key, x)
-            if xs: fig.add_trace(go.Scatter(x=xs, y=ys, mode='lines', name=f"{name} {key}", legendgroup=name, showlegend=False,
-                                            line_color=_color(j)), i // 3 + 1, i % 3 + 1)
+        for i, (keys, _) in enumerate(_HEALTH):
+            for key, mode in zip((keys,) if isinstance(keys, str) else keys, ('lines', 'markers')):  # a panel's second series: the probe, as dots
+                xs, ys = _series(rows, key, x)
+                if xs: fig.add_trace(go.Scatter(x=xs, y=ys, mode=mode, name=f"{name} {key}", legendgroup=name, showlegend=False,
+                                                line_color=_color(j), marker_color=_color(j)), i // 3 + 1, i % 3 + 1)
         for key, label in (('train/step_seconds', 'busy'), ('train/wait_seconds', 'waiting')):
             xs, ys = _series([r for r in rows if 'train/step' in r], key, x)
             fig.add_trace(go.Bar(x=xs, y=ys, name=f"{name} {label}", legendgroup=name), 3, 3)

@@ -15,6 +15,7 @@ from fastcore.basics import patch
 import torch
 
 from .models import resolve_model
+from .probe import precision_kl
 from .searchers import Anneal, Completion, Engine, SearcherBase, SearcherError, PendingWeights, logprob_temperature_of, pack_group, sampling_temperature, temperature_at
 from .weights import WeightHandle, ram_dir, save_flat
 from .tasks import encode_prompts
@@ -178,7 +179,7 @@ class VLLMSearcher(SearcherBase):
         self.logprobs_mode = _logprobs_mode(logprob_temperature_of(temperature, logprob_temperature), self.gen, ref)
         self.kv, self.ref_kv, self.ref, self.cpu_threads = kv_cache_gib, ref_kv_cache_gib, ref, cpu_threads
         self.engine = self.ref_engine = self.tok = self.transport = None
-        self._pending, self._sync_task, self._sync_error, self._load_s = PendingWeights(), None, None, None
+        self._pending, self._sync_task, self._sync_error, self._load_s, self._probe = PendingWeights(), None, None, None, {}
         self._start_lock = asyncio.Lock()
 
     async def start(self):
@@ -253,16 +254,17 @@ def _sampling(self:VLLMSearcher, k:int, version:int):
 
 # %% ../nbs/07b_vllm.ipynb #52e45515
 @patch
-async def _ref_sums(self:VLLMSearcher, prompts:list, completions:list) -> list:
-    "Reference log-prob of each completion: one prompt-logprob pass of prompt + completion"
+async def _token_logprobs(self:VLLMSearcher, engine, prompts:list, completions:list, what:str) -> list:
+    "Each completion's per-token raw log-probs under `engine`: one prompt-logprob pass of prompt + completion"
     v = import_vllm()
     sp = v.SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False, output_kind=v.RequestOutputKind.FINAL_ONLY)
-    outs = await self._requests(self.ref_engine, [(p + c, sp) for p, c in zip(prompts, completions)], 'reference log-probs')
-    sums = []
-    for p, c, o in zip(prompts, completions, outs):
-        lps = o.prompt_logprobs[len(p):len(p) + len(c)]
-        sums.append(float(sum(d[t].logprob for t, d in zip(c, lps))))
-    return sums
+    outs = await self._requests(engine, [(list(p) + list(c), sp) for p, c in zip(prompts, completions)], what)
+    return [[d[t].logprob for t, d in zip(c, o.prompt_logprobs[len(p):len(p) + len(c)])] for p, c, o in zip(prompts, completions, outs)]
+
+@patch
+async def _ref_sums(self:VLLMSearcher, prompts:list, completions:list) -> list:
+    "Reference log-prob of each completion, from the reference engine"
+    return [float(sum(lps)) for lps in await self._token_logprobs(self.ref_engine, prompts, completions, 'reference log-probs')]
 
 # %% ../nbs/07b_vllm.ipynb #1edc4640
 @patch
@@ -285,8 +287,8 @@ async def _generate(self:VLLMSearcher, prompts, k):
     it = iter(zip(flatc, flatlp, refs, texts, flatp))
     groups = [[Completion(torch.tensor(c, dtype=torch.long), torch.tensor(lp, dtype=torch.float32), r, t, p) for c, lp, r, t, p in
                (next(it) for _ in o.outputs)] for o in outs]
-    load_s, self._load_s = self._load_s, None
-    return version, groups, load_s
+    load_s, probe, self._load_s, self._probe = self._load_s, self._probe, None, {}
+    return version, groups, None if load_s is None else {'sync/load_seconds': load_s, **probe}
 
 # %% ../nbs/07b_vllm.ipynb #fcf58b4f
 @patch
@@ -319,6 +321,9 @@ async def _sync(self:VLLMSearcher):
             handle = loads[-1][0]
             await self._reload(self.engine, handle)
             self.version, self._load_s = handle.version, time.perf_counter() - t
+            if (probe := handle.probe) is not None and handle.role == 'policy' and probe.temperature == 1:  # at the version just installed (log-probs raw)
+                lps = await self._token_logprobs(self.engine, probe.prompt_ids, probe.completion_ids, 'a precision probe')
+                self._probe = {'sync/precision_kl': precision_kl(probe.logprobs, lps), 'sync/precision_version': handle.version}
     except Exception as e: self._sync_error = e
     finally: self._pending.done()
 
@@ -390,7 +395,7 @@ class VLLMWorker:
         "The snapshot as a safetensors file on this node, written straight from the node's copy of its buffer (the one copy)"
         path = self.dir / f"{handle.role}-{handle.version}-{handle.serial}.safetensors"
         if not path.exists(): save_flat(path, handle.layout, handle.flat())
-        return WeightHandle(str(path), handle.version, handle.role)
+        return WeightHandle(str(path), handle.version, handle.role).with_probe(handle.probe)
 
     def run_packed(self, prompts, k, loads, seed=None):
         for handle, reset in loads: self._run(self.searcher.load_weights(self._file(handle), reset))

@@ -91,3 +91,21 @@ def test_ray_placement_on_vllm(tiny_folder, tmp_path):
     assert summary.steps == 3
     spans = [json.loads(l) for l in open(tmp_path / 'r' / 'timeline.jsonl')]
     assert [x['version'] for x in spans if x['kind'] == 'search'] == [0, 1, 2]  # trained weights reached the engine through the object store
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+@needs_vllm
+@pytest.mark.parametrize('searcher_dtype', ['bfloat16', 'float32'])
+def test_the_precision_guard_probes_the_vllm_engine(tiny_folder, tmp_path, caplog, searcher_dtype):
+    "The probe scored by the engine at the version it just loaded: a bf16 engine beside an fp32 trainer fires the guard, an fp32 one stays quiet"
+    limit = 1e-9  # a bf16 copy of the tiny model differs by ~1e-7 nats per token; an fp32 engine by vLLM's kernels alone (~1e-11)
+    with caplog.at_level('WARNING', logger='tba_kit'):
+        asyncio.run(run(cfg(tiny_folder, tmp_path / 'run', steps=3, mode='sync', eval=False, searcher_dtype=searcher_dtype, searcher_rounding='nearest',
+                            precision_probe_every=2, precision_kl_limit=limit), progress=False))
+    rows = [json.loads(l) for l in open(tmp_path / 'run' / 'metrics.jsonl')]
+    got = [(r['sync/precision_version'], r['sync/precision_kl']) for r in rows if 'sync/precision_kl' in r]
+    assert [v for v, _ in got] == [0, 2], got
+    warned = [r.message for r in caplog.records if 'do not run the trainer' in r.message]
+    assert (all(kl > limit for _, kl in got) and len(warned) == 1) if searcher_dtype == 'bfloat16' else (all(kl < limit for _, kl in got) and not warned), (got, warned)
+    assert engine_children() == set()
