@@ -136,7 +136,7 @@ def _served(cfg:Config, model, trained:bool, dtype:str, rounding:str) -> tuple:
 # %% ../nbs/11_cli.ipynb #9b7bd6b3
 def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:str|None, dtype:str|None=None, rounding:str='nearest') -> dict:
     "The evaluation of `tba eval`: the config's policy (with the checkpoint's `weights`, which must be finite) on its held-out problems"
-    from tba_kit.parts import make_policy
+    from tba_kit.parts import make_policy, policy_context
     from tba_kit.evaluation import evaluate
     from tba_kit.tasks import ValidationSplit, make_task
     import torch
@@ -150,8 +150,9 @@ def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:s
     model, served = _served(cfg, model, weights is not None, dtype, rounding) if dtype else (model, {})
     task = make_task(cfg.task, **cfg.task_args)
     task = ValidationSplit(task, cfg.validation) if cfg.validation else task  # a tuning run's own split (--validation=0: the test split)
-    res = evaluate(model, tok, task, 'test', cfg.eval_max_new_tokens, cfg.eval_batch_size, limit or cfg.eval_limit,
-                   temperature=cfg.logprob_temp, samples=cfg.eval_samples)
+    with policy_context(cfg):  # a bf16-mixed run's policy: its weights under bf16 autocast, as it trained them
+        res = evaluate(model, tok, task, 'test', cfg.eval_max_new_tokens, cfg.eval_batch_size, limit or cfg.eval_limit,
+                       temperature=cfg.logprob_temp, samples=cfg.eval_samples)
     if out: Path(out).parent.mkdir(parents=True, exist_ok=True); Path(out).write_text(''.join(json.dumps(r) + '\n' for r in res['examples']))
     return {'checkpoint': str(ck) if ck else None, **served, **res, 'examples': res['examples'][:3]}
 

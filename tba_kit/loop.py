@@ -15,7 +15,7 @@ from fastcore.basics import patch
 
 from .checkpoints import RunLock, find_checkpoint, load_checkpoint, newest_checkpoint, resume_config, save_checkpoint, set_aside
 from .build import Parts, build
-from .parts import WeightSync, make_searcher, make_searchers, precision_guard
+from .parts import WeightSync, make_searcher, make_searchers, policy_context, precision_guard
 from .config import Config, _default
 from .core import collate
 from .metrics import diversity_metrics
@@ -85,9 +85,12 @@ async def eval_held_out(self:Run, sampled:bool=False) -> dict:  # sampled: also 
         self.status(f"{what}: {done} of {n} {phases[phase]}" if phase in phases else f"{what}: {phase} {done} of {n}")  # else the task's phase
     self.status(f"{what}: 0 of {len(self.task.prompts('test')[:self.cfg.eval_limit])} held-out problems", new=True)
     try:
-        res = await asyncio.to_thread(lambda: evaluate_policy(  # trainer.model: with ranks, gathered in the worker thread
-            self.trainer.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens, self.cfg.eval_batch_size, self.cfg.eval_limit,
-            self.eval_ref, self.cfg.eval_kl_samples, self.cfg.logprob_temp, progress, self.cfg.eval_samples if sampled else 0))
+        def scored():  # in a worker thread: trainer.model, with ranks, gathered there; the policy as the trainer computes it (autocast is per thread)
+            with policy_context(self.cfg):
+                return evaluate_policy(self.trainer.model, self.tok, self.task, 'test', self.cfg.eval_max_new_tokens, self.cfg.eval_batch_size,
+                                       self.cfg.eval_limit, self.eval_ref, self.cfg.eval_kl_samples, self.cfg.logprob_temp, progress,
+                                       self.cfg.eval_samples if sampled else 0)
+        res = await asyncio.to_thread(scored)
     finally:
         self.status.done()
         self.pool.searching.set()

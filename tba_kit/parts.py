@@ -6,6 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/parts.html.md"""
 
 # %% ../nbs/09d_parts.ipynb #bdimp
 from __future__ import annotations
+import contextlib
 
 import torch
 
@@ -21,7 +22,7 @@ from .weights import CHANNELS, RoundedWeights
 
 # %% auto #0
 __all__ = ['build_component', 'make_objective', 'make_sampler', 'check_parts', 'make_policy', 'make_searchers', 'make_searcher',
-           'kl_schedule', 'WeightSync', 'precision_guard']
+           'kl_schedule', 'WeightSync', 'policy_context', 'precision_guard']
 
 # %% ../nbs/09d_parts.ipynb #10432795
 def build_component(field_:str, registry, cfg):
@@ -121,12 +122,16 @@ class WeightSync:
 
     def close(self): self.channel.close()
 
+# %% ../nbs/09d_parts.ipynb #polctx
+def policy_context(cfg:Config):
+    "The context the trainer computes its policy in: bf16 autocast for `bf16-mixed`, else nothing (a new context manager each call)"
+    return torch.autocast(torch.device(cfg.device).type, dtype=torch.bfloat16) if cfg.precision == 'bf16-mixed' else contextlib.nullcontext()
+
 # %% ../nbs/09d_parts.ipynb #guardcode
 def precision_guard(cfg:Config, task, tokenizer) -> PrecisionGuard|None:
     "The run's precision probe, or None where precision_probe_every is 0 (`cfg` resolved: no 'auto' precision left)"
     if not cfg.precision_probe_every: return None
     rounded = f" (rounded {cfg.searcher_rounding})" if cfg.searcher_dtype == 'bfloat16' else ''
-    autocast = (lambda: torch.autocast(torch.device(cfg.device).type, dtype=torch.bfloat16)) if cfg.precision == 'bf16-mixed' else None
     return PrecisionGuard(tokenizer, encode_prompts(tokenizer, [p.messages for p in task.prompts('train')[:4]]), cfg.precision_probe_every,
                           cfg.precision_kl_limit, f"trainer {cfg.precision}, searchers {cfg.searcher_dtype}{rounded}",
-                          seed=cfg.seed, k=2, max_new_tokens=min(cfg.max_new_tokens, 16), temperature=1. if cfg.engine == 'vllm' else cfg.logprob_temp, autocast=autocast)
+                          seed=cfg.seed, k=2, max_new_tokens=min(cfg.max_new_tokens, 16), temperature=1. if cfg.engine == 'vllm' else cfg.logprob_temp, autocast=lambda: policy_context(cfg))
