@@ -101,11 +101,11 @@ class WeightSync:
         self.searchers, self.newest, self.guard = searchers, {}, guard  # newest: role -> (handle, reset_ref), what a searcher joining gets
         self.channel = placement_of(cfg).channel(cfg)
         self.dtype = torch.bfloat16 if cfg.searcher_dtype == 'bfloat16' else torch.float32
-        self.stochastic, self.seed = self.dtype == torch.bfloat16 and cfg.searcher_rounding == 'stochastic', cfg.seed
+        self.rounded, self.seed = RoundedWeights() if self.dtype == torch.bfloat16 and cfg.searcher_rounding == 'stochastic' else None, cfg.seed
 
     def snapshot(self, model, version:int, role:str='policy'):
         "Write `model`'s weights into the channel as `version` (blocking: call it from a worker thread); returns the handle"
-        sent = RoundedWeights(model, seed=self.seed * 1_000_003 + 2 * version + (role == 'reference')) if self.stochastic else model  # as a resumed run rounds
+        sent = model if self.rounded is None else self.rounded(model, seed=self.seed * 1_000_003 + 2 * version + (role == 'reference'))  # as a resumed run rounds
         handle = self.channel.publish(sent, version, role, self.dtype)
         return handle if self.guard is None else self.guard.attach(handle, model)
 

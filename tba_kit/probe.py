@@ -107,7 +107,7 @@ def rounded_copy(model:nn.Module, rounding:str='nearest', seed:int=0) -> nn.Modu
     if rounding not in ('nearest', 'stochastic'): raise ValueError(f"rounding must be 'nearest' or 'stochastic', got {rounding!r}")
     m = copy.deepcopy(model)
     if hasattr(m, 'merge_and_unload'): m = m.merge_and_unload()
-    state = RoundedWeights(m, seed).state if rounding == 'stochastic' else None
+    state = RoundedWeights()(m, seed).state if rounding == 'stochastic' else None
     m = m.to(torch.bfloat16)
     if state is not None: install_state(m, state)
     return m

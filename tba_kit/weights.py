@@ -38,23 +38,34 @@ def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
 
 # %% ../nbs/06e_weights.ipynb #srcode
 def round_stochastic(t:torch.Tensor, generator:torch.Generator|None=None,
-                     table:int=1 << 20) -> torch.Tensor:  # random offsets drawn, tiled over the tensor
+                     table:int=4096,  # random offsets drawn, tiled over the tensor (weights `table` apart share one)
+                     out:torch.Tensor|None=None,  # a bfloat16 tensor of t's shape to write into (None: a new one)
+                     scratch:torch.Tensor|None=None) -> torch.Tensor:  # int32, at least t's size: working memory (None: allocated)
     "`t` (float32) in bfloat16, rounded up with probability equal to its distance from the value below: unbiased, E[result] = t"
     bits = t.detach().to('cpu', torch.float32).contiguous().view(-1).view(torch.int32)  # [N] the float's bits
     n = bits.numel(); T = max(1, min(table, n)); full = n - n % T
     noise = torch.randint(0, 1 << 16, (T,), generator=generator, dtype=torch.int32)
-    out = torch.empty_like(bits)
-    torch.add(bits[:full].view(-1, T), noise, out=out[:full].view(-1, T))  # the 16 bits bf16 drops, plus a random offset: a carry into its mantissa at random
-    torch.add(bits[full:], noise[:n - full], out=out[full:])
-    high = out.view(torch.int16).view(-1, 2)[:, 1 if sys.byteorder == 'little' else 0]  # [N] each float's upper half: its bf16, truncated
-    return high.contiguous().view(torch.bfloat16).view(t.shape)
+    s = torch.empty_like(bits) if scratch is None else scratch[:n]
+    torch.add(bits[:full].view(-1, T), noise, out=s[:full].view(-1, T))  # the 16 bits bf16 drops, plus a random offset: a carry into its mantissa at random
+    torch.add(bits[full:], noise[:n - full], out=s[full:])
+    high = s.view(torch.int16).view(-1, 2)[:, 1 if sys.byteorder == 'little' else 0]  # [N] each float's upper half: its bf16, truncated
+    res = torch.empty(t.shape, dtype=torch.bfloat16) if out is None else out
+    res.view(-1).view(torch.int16).copy_(high)
+    return res
 
 # %% ../nbs/06e_weights.ipynb #rwcode
 class RoundedWeights:
-    "A model's weights (adapters merged) rounded stochastically to bfloat16, published in the model's place"
-    def __init__(self, model:nn.Module, seed:int=0):  # seed of the rounding (e.g. from the run's seed and the version)
-        g = torch.Generator().manual_seed(seed)
-        self.state = {n: round_stochastic(t, g) for n, t in policy_state(model).items()}
+    "A model's weights (adapters merged) rounded stochastically to bfloat16, published in the model's place; each call reuses the buffers"
+    def __init__(self): self.state, self._scratch = {}, torch.empty(0, dtype=torch.int32)
+
+    def __call__(self, model:nn.Module, seed:int=0) -> RoundedWeights:  # seed of the rounding (e.g. from the run's seed and the version)
+        g, src = torch.Generator().manual_seed(seed), policy_state(model)
+        if self._scratch.numel() < (need := max((t.numel() for t in src.values()), default=0)): self._scratch = torch.empty(need, dtype=torch.int32)
+        for n, t in src.items():
+            if n not in self.state or self.state[n].shape != t.shape: self.state[n] = torch.empty(t.shape, dtype=torch.bfloat16)
+            round_stochastic(t, g, out=self.state[n], scratch=self._scratch)
+        return self
+
     def named_parameters(self): return iter(self.state.items())
 
 # %% ../nbs/06e_weights.ipynb #ed6ed0c7
