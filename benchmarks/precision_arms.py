@@ -8,6 +8,7 @@ benchmarks/results/<name>_runs/; the report reruns from those.
 
     python benchmarks/precision_arms.py --seeds 0 1 2 [--arms fp32 bf16 sr mixed] [--name precision_arms]
     python benchmarks/precision_arms.py --seeds 0 1 2 --report [--served]   # records only; --served: score finished runs in bf16 first
+    python benchmarks/precision_arms.py --sync_cost   # seconds to publish the default model per searcher precision, side by side
 """
 import argparse, json, statistics, sys
 from pathlib import Path
@@ -52,7 +53,30 @@ def summary(rec:Path) -> dict:
             'minutes': kept['wall_seconds'] / 60, 'settings': kept['settings']}
 
 
+def sync_cost(repeats:int=5) -> dict:
+    "Median seconds of one publish of the default model (shared memory, as the main job) per searcher precision, measured side by side"
+    import time, torch
+    from tba_kit.config import Config
+    from tba_kit.models import load_model
+    from tba_kit.parts import WeightSync
+    torch.set_num_threads(2)
+    model, _ = load_model('smollm2-135m-instruct', dtype='float32')
+    syncs = {name: WeightSync([], Config(searcher_dtype=dt, searcher_rounding=r, precision='fp32'))
+             for name, dt, r in (('fp32', 'float32', 'nearest'), ('bf16 nearest', 'bfloat16', 'nearest'), ('bf16 stochastic', 'bfloat16', 'stochastic'))}
+    took = {name: [] for name in syncs}
+    for v in range(repeats + 1):  # the first round warms the buffers up, and is not counted
+        for name, s in syncs.items():
+            t = time.perf_counter(); s.snapshot(model, v); took[name].append(time.perf_counter() - t)
+    for s in syncs.values(): s.close()
+    return {name: statistics.median(ts[1:]) for name, ts in took.items()}
+
+
 def main(a):
+    if a.sync_cost:
+        cost = sync_cost()
+        print(' | '.join(f"{name}: {s:.3f} s" for name, s in cost.items()))
+        dest = ROOT / 'benchmarks' / 'results' / f'{a.name}_sync.json'
+        dest.write_text(json.dumps({**provenance(), 'publish_seconds': cost}, indent=1)); return
     records = ROOT / 'benchmarks' / 'results' / f'{a.name}_runs'
     if not a.report:
         same_job({arm: config_of(command(arm, a.seeds[0], ROOT / 'runs' / 'audit', a.config)) for arm in a.arms}, set(SETTINGS))  # one job, precision apart
@@ -88,7 +112,10 @@ def main(a):
 
 
 def claims(rec:dict) -> list:
-    "The results ledger's rows: per arm its final accuracy, and its divergences, reward and served accuracy"
+    "The results ledger's rows: per arm its final accuracy, and its divergences, reward and served accuracy (or the publish seconds)"
+    if 'publish_seconds' in rec:
+        return [{'claim': "seconds to publish SmolLM2-135M to the searchers (shared memory, 2 threads): fp32, bf16 rounded to nearest, bf16 rounded stochastically",
+                 'value': ', '.join(f"{s:.3f}" for s in rec['publish_seconds'].values())}]
     out = []
     for arm, r in rec['arms'].items():
         n = f"{r['seeds']} seed{'s' * (r['seeds'] > 1)}"
@@ -110,4 +137,5 @@ if __name__ == '__main__':
     ap.add_argument('--out_root', default='runs/precision')
     ap.add_argument('--report', action='store_true', help='run nothing: report the kept records')
     ap.add_argument('--served', action='store_true', help="score each finished run's policy in bf16 (rounded to nearest) where its record lacks it")
+    ap.add_argument('--sync_cost', action='store_true', help='measure the seconds of one publish per searcher precision instead')
     main(ap.parse_args())
