@@ -339,9 +339,10 @@ def resolve_precision(self:Config) -> tuple:
     if self.precision == 'auto':
         dt, reason = ('float32', _CPU_TRAINER) if self.device == 'cpu' else fast_dtype(self.device)
         kw['precision'] = 'bf16-mixed' if dt == 'bfloat16' else 'fp32'; why.setdefault(reason, []).append(f"trainer {kw['precision']}")
-    if self.searcher_dtype == 'auto':  # process searchers generate on the CPU; in-process ones where the policy is
+    if self.searcher_dtype == 'auto':  # an fp32 trainer's searchers run its policy; else bf16 where fast: process searchers on the CPU, in-process ones where the policy is
         dev = self.device if self.placement_name == 'inline' and self.engine == 'hf' else 'cuda' if self.engine == 'vllm' and 'cuda' in self.device else 'cpu'
-        kw['searcher_dtype'], reason = fast_dtype(dev); why.setdefault(reason, []).append(f"searchers {kw['searcher_dtype']}")
+        kw['searcher_dtype'], reason = ('float32', _FP32_SEARCHERS) if kw.get('precision', self.precision) == 'fp32' else fast_dtype(dev)
+        why.setdefault(reason, []).append(f"searchers {kw['searcher_dtype']}")
     if self.searcher_rounding == 'auto':
         precision, dtype = kw.get('precision', self.precision), kw.get('searcher_dtype', self.searcher_dtype)
         kw['searcher_rounding'] = 'stochastic' if dtype == 'bfloat16' and precision == 'fp32' else 'nearest'
@@ -351,6 +352,9 @@ def resolve_precision(self:Config) -> tuple:
 
 _CPU_TRAINER = ("a CPU trainer keeps fp32 (bf16-mixed autocast was no faster for the default job's train step even with native "
                 "bf16, and learned less; see benchmarks/results/main_job_search.md; precision: bf16-mixed overrides)")
+_FP32_SEARCHERS = ("the searchers run the fp32 trainer's policy as it is: bf16 copies rounded to the nearest lose most of each update, "
+                   "and copies rounded stochastically, which keep it on average, ended lower at equal minutes on the main job "
+                   "(benchmarks/results/precision_arms.json); searcher_dtype: bfloat16 trades that for bf16's speed, rounded stochastically")
 _ROUNDING = {'stochastic': "an fp32 trainer's updates are far below bf16's step: rounded to the nearest, most of each vanishes from the searchers' "
                            "copy, rounded stochastically it stays on average (benchmarks/results/precision_arms.json)",
              'nearest': "the trainer computes in bf16 itself, rounding its weights to the nearest: the searchers' copy is the same policy"}
