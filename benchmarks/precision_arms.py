@@ -17,7 +17,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import config_of, evaluations, final_with_interval, interval, keep_record, provenance, rel, rows, same_job, timed_run  # noqa: E402
+from evidence import config_of, evaluations, interval, keep_record, provenance, rel, rows, same_job, seeds_interval, timed_run  # noqa: E402
 
 ARMS = {  # name -> (overrides of the main job, what it is)
     'fp32': (['--searcher_dtype=float32'], 'fp32 trainer, fp32 searchers'),
@@ -42,13 +42,28 @@ def served_accuracy(out:Path) -> float:
     return json.loads(f.read_text())['eval/accuracy']
 
 
+def reevaluate(out:Path) -> dict:
+    "The final checkpoint scored again by `tba eval` (a bf16-mixed run: under autocast, as runs made before that fix were not): per-problem correctness"
+    from tba_kit.cli import evaluate_target
+    f = out / 'evals' / 'reevaluated.jsonl'
+    if not f.exists(): evaluate_target(str(out), out=str(f))
+    per = [json.loads(line) for line in f.read_text().splitlines()]
+    return {'correct': [float(p['correct']) for p in per], 'accuracy': float(np.mean([p['correct'] for p in per]))}
+
+
+def final_correct(rec:Path) -> list:
+    "Per-problem correctness of a run's final policy: its re-evaluation where it has one, else its last evaluation"
+    kept = json.loads(rec.read_text())
+    return kept['reevaluated']['correct'] if 'reevaluated' in kept else evaluations(rec)[-1]['correct']
+
+
 def summary(rec:Path) -> dict:
     "One run's numbers, from its record"
     rs, ev = rows(rec), evaluations(rec)
     steps = [r for r in rs if 'train/step' in r]
     med = lambda k: statistics.median(v) if (v := [r[k] for r in steps if k in r]) else None
     kept = json.loads(rec.read_text())
-    return {'final': ev[-1]['accuracy'], 'steps': ev[-1]['step'], 'offpolicy_kl': med('offpolicy/kl'), 'precision_kl': med('sync/precision_kl'),
+    return {'final': float(np.mean(final_correct(rec))), 'final_as_run': ev[-1]['accuracy'], 'steps': ev[-1]['step'], 'offpolicy_kl': med('offpolicy/kl'), 'precision_kl': med('sync/precision_kl'),
             'searcher_reward_last10': float(np.mean([r['reward/mean'] for r in steps[-10:]])), 'served_bf16': kept.get('served_bf16'),
             'minutes': kept['wall_seconds'] / 60, 'settings': kept['settings']}
 
@@ -87,18 +102,18 @@ def main(a):
                 wall = timed_run(command(arm, seed, out, a.config), out, resume=True)
                 cfg = json.loads((out / 'config.json').read_text())
                 keep_record(out, rec, wall, command=' '.join(command(arm, seed, out, a.config)[2:]), settings={k: cfg.get(k) for k in SETTINGS})
-            if a.served and rec.exists() and (out / 'checkpoints').exists():
+            if rec.exists() and (out / 'checkpoints').exists():
                 kept = json.loads(rec.read_text())
-                if kept.get('served_bf16') is None:
-                    kept['served_bf16'] = served_accuracy(out)
-                    rec.write_text(json.dumps(kept, separators=(',', ':')) + '\n')
+                if a.served and kept.get('served_bf16') is None: kept['served_bf16'] = served_accuracy(out)
+                if rec.stem in a.reevaluate and 'reevaluated' not in kept: kept['reevaluated'] = reevaluate(out)
+                rec.write_text(json.dumps(kept, separators=(',', ':')) + '\n')
     res = {}
     for arm in a.arms:
         recs = [r for s in a.seeds if (r := records / f'{arm}_seed{s}.json').exists()]
         if not recs: continue
         runs = {r.stem: summary(r) for r in recs}
         mid = lambda k: statistics.median(v) if (v := [x[k] for x in runs.values() if x[k] is not None]) else None
-        res[arm] = {'what': ARMS[arm][1], 'seeds': len(recs), 'final': final_with_interval(recs), 'steps': mid('steps'),
+        res[arm] = {'what': ARMS[arm][1], 'seeds': len(recs), 'final': seeds_interval(np.array([final_correct(r) for r in recs], float)), 'steps': mid('steps'),
                     'offpolicy_kl': mid('offpolicy_kl'), 'precision_kl': mid('precision_kl'), 'searcher_reward_last10': mid('searcher_reward_last10'),
                     'served_bf16': mid('served_bf16'), 'minutes': mid('minutes'), 'runs': runs}
     num = lambda v, f: '–' if v is None else f.format(v)
@@ -137,5 +152,6 @@ if __name__ == '__main__':
     ap.add_argument('--out_root', default='runs/precision')
     ap.add_argument('--report', action='store_true', help='run nothing: report the kept records')
     ap.add_argument('--served', action='store_true', help="score each finished run's policy in bf16 (rounded to nearest) where its record lacks it")
+    ap.add_argument('--reevaluate', nargs='*', default=[], help="records (e.g. mixed_seed0) whose final checkpoint tba eval scores again, kept beside the run's own evaluation")
     ap.add_argument('--sync_cost', action='store_true', help='measure the seconds of one publish per searcher precision instead')
     main(ap.parse_args())

@@ -101,6 +101,7 @@ def evaluate_target(target:str, limit:int|None=None,
     "Held-out metrics (greedy, and sampled with `eval_samples`) of a config's model, or of a run directory's / checkpoint's policy"
     from tba_kit.checkpoints import pinned, saved_config
     from tba_kit.runtime import check_writable
+    if rounding != 'nearest' and dtype is None: raise ValueError(f"--rounding {rounding} rounds to a dtype: add --dtype bfloat16")
     if bad := sorted(_fields_given(overrides) - set(EVAL_FIELDS)):
         raise ValueError(f"config field {bad[0]!r} means nothing to an evaluation: tba eval takes overrides of {', '.join(EVAL_FIELDS)}")
     if out:  # refused before the evaluation runs

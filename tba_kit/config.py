@@ -352,9 +352,9 @@ def resolve_precision(self:Config) -> tuple:
 
 _CPU_TRAINER = ("a CPU trainer keeps fp32 (bf16-mixed autocast was no faster for the default job's train step even with native "
                 "bf16, and learned less; see benchmarks/results/main_job_search.md; precision: bf16-mixed overrides)")
-_FP32_SEARCHERS = ("the searchers run the fp32 trainer's policy as it is: bf16 copies rounded to the nearest lose most of each update, "
-                   "and copies rounded stochastically, which keep it on average, ended lower at equal minutes on the main job "
-                   "(benchmarks/results/precision_arms.json); searcher_dtype: bfloat16 trades that for bf16's speed, rounded stochastically")
+_FP32_SEARCHERS = ("the searchers run the fp32 trainer's policy as it is: bf16 copies rounded to the nearest lose most of each update; "
+                   "copies rounded stochastically keep it on average and ended within the noise of fp32 searchers, below them, at equal minutes "
+                   "on the main job (benchmarks/results/precision_arms.json); searcher_dtype: bfloat16 trades that for bf16's speed")
 _ROUNDING = {'stochastic': "an fp32 trainer's updates are far below bf16's step: rounded to the nearest, most of each vanishes from the searchers' "
                            "copy, rounded stochastically it stays on average (benchmarks/results/precision_arms.json)",
              'nearest': "the trainer computes in bf16 itself, rounding its weights to the nearest: the searchers' copy is the same policy"}

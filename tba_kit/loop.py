@@ -163,7 +163,9 @@ async def train_step(self:Run, batch, sample_stats:dict, wait:float):
         elif 'ref/reset' in m: m['sync/seconds'] = await self.publish(reset_ref=True)  # a reset goes out at once
         if snap is not None or 'ref/reset' in m: self.buffer.mark_sync()
         m.update(self.pool.metrics())
-        if self.weights.guard is not None and (warning := self.weights.guard.observe(m)): _log.warning(warning)  # once
+        if (guard := self.weights.guard) is not None:
+            if warning := guard.observe(m): _log.warning(warning)  # once
+            if probe_s := guard.take_seconds(): m['sync/probe_seconds'] = probe_s  # the trainer's side of a probe, inside sync/seconds
         m.update({k: v for k, v in self.buffer.metrics().items() if k in ('buffer/size', 'buffer/prompts')})
         if cfg.eval_every and self.trainer.step_count % cfg.eval_every == 0 and not (cfg.eval and self.done()):  # the last step: evaluated after the run
             m.update(await self.eval_held_out())

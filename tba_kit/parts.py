@@ -132,6 +132,10 @@ def precision_guard(cfg:Config, task, tokenizer) -> PrecisionGuard|None:
     "The run's precision probe, or None where precision_probe_every is 0 (`cfg` resolved: no 'auto' precision left)"
     if not cfg.precision_probe_every: return None
     rounded = f" (rounded {cfg.searcher_rounding})" if cfg.searcher_dtype == 'bfloat16' else ''
+    fixes = [f for f, apt in (("searcher_rounding: stochastic (bf16 searchers that keep the update on average)", rounded == ' (rounded nearest)' and cfg.precision == 'fp32'),
+                              ("searcher_dtype: float32 (the trainer's policy as it is)", cfg.precision == 'fp32' and cfg.searcher_dtype == 'bfloat16'),
+                              ("searcher_dtype: bfloat16 (the dtype a bf16-mixed trainer computes in)", cfg.precision != 'fp32' and cfg.searcher_dtype == 'float32')) if apt]
     return PrecisionGuard(tokenizer, encode_prompts(tokenizer, [p.messages for p in task.prompts('train')[:4]]), cfg.precision_probe_every,
                           cfg.precision_kl_limit, f"trainer {cfg.precision}, searchers {cfg.searcher_dtype}{rounded}",
+                          "Fixes: " + ', or '.join(fixes) if fixes else "The precisions agree: check that the searchers load the trainer's weights (model, lora, weight_channel)",
                           seed=cfg.seed, k=2, max_new_tokens=min(cfg.max_new_tokens, 16), temperature=1. if cfg.engine == 'vllm' else cfg.logprob_temp, autocast=lambda: policy_context(cfg))

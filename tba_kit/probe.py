@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/probe.html.md"""
 
 # %% ../nbs/06h_probe.ipynb #primp
 from __future__ import annotations
-import contextlib, copy
+import contextlib, copy, time
 from dataclasses import dataclass
 
 import torch
@@ -22,7 +22,8 @@ __all__ = ['precision_kl', 'Probe', 'sample_probe', 'PrecisionGuard', 'surviving
 # %% ../nbs/06h_probe.ipynb #prkl
 def precision_kl(trainer:list, searcher:list) -> float:
     "Per-token KL(trainer || searcher) on the trainer's samples: the mean of k3 = e^r - 1 - r, r = log searcher - log trainer"
-    r = torch.cat([torch.as_tensor(s, dtype=torch.float64) - torch.as_tensor(t, dtype=torch.float64) for t, s in zip(trainer, searcher)])  # [tokens]
+    r = [torch.as_tensor(s, dtype=torch.float64) - torch.as_tensor(t, dtype=torch.float64) for t, s in zip(trainer, searcher)]
+    r = torch.cat(r) if r else torch.zeros(0, dtype=torch.float64)  # [tokens]
     return float((r.exp() - 1 - r).mean()) if len(r) else 0.
 
 # %% ../nbs/06h_probe.ipynb #prprobe
@@ -47,7 +48,7 @@ def sample_probe(model:nn.Module, tokenizer, prompt_ids:list, version:int,
                  max_new_tokens:int=16,
                  temperature:float=1.,  # of the samples and their log-probs (the run's logprob temperature)
                  autocast=None,  # a callable giving the trainer's autocast context (None: none)
-                 seed:int=0) -> Probe:  # of the samples, drawn from a generator of their own: the run's random streams are left as they were
+                 seed:int=0) -> Probe:  # of the samples, drawn from a stream of their own (the process's streams are restored after, but are shared: a thread sampling meanwhile draws from this one)
     "The trainer's side of a probe: completions sampled from `model` at `version` and its per-token log-probs of them"
     was, dev = model.training, model_device(model)
     model.eval()
@@ -66,31 +67,39 @@ class PrecisionGuard:
     def __init__(self, tokenizer, prompt_ids:list,  # a few prompts to sample the probe from
                  every:int=10,  # versions between probes
                  limit:float=0.01,  # per-token KL above which the searchers' policy is not the trainer's
-                 setup:str='',  # the run's precisions, for the warning (e.g. 'trainer fp32, searchers bfloat16 rounded to nearest')
+                 setup:str='',  # the run's precisions, for the warning (e.g. 'trainer fp32, searchers bfloat16 (rounded nearest)')
+                 fixes:str='',  # what to change, for the warning
                  tries:int=8,  # snapshots in a row that carry a probe while no result has come back
                  seed:int=0,  # the probes' samples: from this and the version
                  **sample):  # `sample_probe`'s k, max_new_tokens, temperature, autocast
-        self.tok, self.prompt_ids, self.every, self.limit, self.setup, self.tries, self.seed, self.sample = tokenizer, prompt_ids, every, limit, setup, tries, seed, sample
-        self.next, self.sent, self.warned, self.last = 0, 0, False, None  # first version due; probes out since the last result
+        self.tok, self.prompt_ids, self.every, self.limit, self.setup, self.fixes = tokenizer, prompt_ids, every, limit, setup, fixes
+        self.tries, self.seed, self.sample = tries, seed, sample
+        self.next, self.sent, self.newest, self.warned, self.last, self.seconds = 0, 0, None, False, None, 0.  # first version due; probes out; the newest
 
     def attach(self, handle, model:nn.Module):
         "The trainer's side, after a snapshot of `model`: `handle` carrying a probe when one is due"
         if self.every and handle.role == 'policy' and handle.version >= self.next and self.sent < self.tries:
+            t = time.perf_counter()
             handle.with_probe(sample_probe(model, self.tok, self.prompt_ids, handle.version, seed=self.seed * 1_000_003 + handle.version, **self.sample))
-            self.sent += 1
+            self.sent, self.newest, self.seconds = self.sent + 1, handle.version, self.seconds + time.perf_counter() - t
             if self.sent == self.tries: self.next, self.sent = handle.version + self.every, 0  # none came back: try again later
         return handle
 
+    def take_seconds(self) -> float:
+        "Seconds spent sampling probes since the last call"
+        s, self.seconds = self.seconds, 0.
+        return s
+
     def observe(self, metrics:dict) -> str|None:
-        "A step's metrics: a probe's result moves the next probe on; the first above `limit` returns the warning"
+        "A step's metrics: a result moves the next probe `every` versions past the newest sent; the first above `limit` returns the warning"
         if (kl := metrics.get('sync/precision_kl')) is None: return None
         v, self.last = metrics['sync/precision_version'], kl
-        self.next, self.sent = max(self.next, v + self.every), 0
+        self.next, self.sent = max(self.next, (self.newest if self.newest is not None else v) + self.every), 0
         if kl <= self.limit or self.warned: return None
         self.warned = True
         return (f"the searchers do not run the trainer's policy: at version {v} their per-token KL from it is {kl:.3g} (limit {self.limit:g}; "
-                f"{self.setup}). Updates smaller than the searchers' precision vanish in their copy, so they sample from a policy that was "
-                "never trained. Fixes: searcher_dtype: float32, or searcher_rounding: stochastic, or precision: bf16-mixed (one policy on both sides)")
+                f"{self.setup}). Updates smaller than the searchers' precision vanish in their copy, so they sample from a policy that was never "
+                f"trained. {self.fixes}")
 
 # %% ../nbs/06h_probe.ipynb #servecode
 def surviving_update(trained:nn.Module, initial:nn.Module) -> float:

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/searchers.html.md"""
 
 # %% ../nbs/07_searchers.ipynb #4c15f59d
 from __future__ import annotations
-import asyncio, copy, inspect, time, typing
+import asyncio, copy, inspect, logging, time, typing
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
@@ -214,7 +214,9 @@ class Generator:
             install_state(self.model, state, bind=handle.zero_copy)
             if reset and self.ref is not None: install_state(self.ref, state)  # a copy: the reference outlives the snapshot
             self.version, load_s = handle.version, load_s + time.perf_counter() - t
-            if handle.probe is not None and handle.role == 'policy': out.update(handle.probe.score(self.model, self.tok.pad_token_id))  # at this version
+            if handle.probe is not None and handle.role == 'policy':  # scored at this version; a failure costs the measurement, not the search
+                try: out.update(handle.probe.score(self.model, self.tok.pad_token_id))
+                except Exception as e: logging.getLogger('tba_kit').warning(f"a precision probe could not be scored ({type(e).__name__}: {e})")
         return {'sync/load_seconds': load_s, **out}
 
     def run(self, prompts, k, loads):

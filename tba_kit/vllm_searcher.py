@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/vllm.html.md"""
 
 # %% ../nbs/07b_vllm.ipynb #b238c1ed
 from __future__ import annotations
-import asyncio, contextlib, json, os, shutil, threading, time, uuid
+import asyncio, contextlib, json, logging, os, shutil, threading, time, uuid
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,6 +19,8 @@ from .probe import precision_kl
 from .searchers import Anneal, Completion, Engine, SearcherBase, SearcherError, PendingWeights, logprob_temperature_of, pack_group, sampling_temperature, temperature_at
 from .weights import WeightHandle, ram_dir, save_flat
 from .tasks import encode_prompts
+
+_log = logging.getLogger('tba_kit')
 
 # %% auto #0
 __all__ = ['VLLM_INSTALL', 'import_vllm', 'vllm_available', 'engine_kwargs', 'engine_args', 'cpu_binding', 'FileTransport',
@@ -322,8 +324,10 @@ async def _sync(self:VLLMSearcher):
             await self._reload(self.engine, handle)
             self.version, self._load_s = handle.version, time.perf_counter() - t
             if (probe := handle.probe) is not None and handle.role == 'policy' and probe.temperature == 1:  # at the version just installed (log-probs raw)
-                lps = await self._token_logprobs(self.engine, probe.prompt_ids, probe.completion_ids, 'a precision probe')
-                self._probe = {'sync/precision_kl': precision_kl(probe.logprobs, lps), 'sync/precision_version': handle.version}
+                try:
+                    lps = await self._token_logprobs(self.engine, probe.prompt_ids, probe.completion_ids, 'a precision probe')
+                    self._probe = {'sync/precision_kl': precision_kl(probe.logprobs, lps), 'sync/precision_version': handle.version}
+                except Exception as e: _log.warning(f"a precision probe could not be scored ({type(e).__name__}: {e})")  # the measurement lost, not the sync
     except Exception as e: self._sync_error = e
     finally: self._pending.done()
 

@@ -38,7 +38,7 @@ def policy_state(model:nn.Module, dtype:torch.dtype|None=None) -> dict:
 
 # %% ../nbs/06e_weights.ipynb #srcode
 def round_stochastic(t:torch.Tensor, generator:torch.Generator|None=None,
-                     table:int=4096,  # random offsets drawn, tiled over the tensor (weights `table` apart share one)
+                     table:int=16381,  # random offsets drawn, tiled over the tensor (weights `table` apart share one; prime: no row width divides it)
                      out:torch.Tensor|None=None,  # a bfloat16 tensor of t's shape to write into (None: a new one)
                      scratch:torch.Tensor|None=None) -> torch.Tensor:  # int32, at least t's size: working memory (None: allocated)
     "`t` (float32) in bfloat16, rounded up with probability equal to its distance from the value below: unbiased, E[result] = t"

@@ -3,8 +3,16 @@ import asyncio, json
 
 import pytest
 
+import tba_kit.tasks as T
 from tba_kit.loop import run
+from tba_kit.tasks import PromptTask, completion_text
 from test_loop import TINY
+
+
+def distinct(prompts, completions, **kw):  # differs between a random model's completions, so every group has a gradient
+    return [len(set(completion_text(c))) / 8 for c in completions]
+
+T.TASKS['t_distinct'] = lambda **kw: PromptTask([f'Say word {i}' for i in range(6)], distinct, test=['Say a word'], name='distinct')
 
 LIMIT = 1e-9  # the tiny model's bf16 copy differs from it by ~1e-7 nats per token (06h_probe); an exact copy by 0
 
@@ -36,13 +44,13 @@ def test_the_guard_fires_on_bf16_searchers_and_stays_quiet_when_dtypes_match(tmp
 def test_tba_eval_scores_the_bf16_policy_and_says_when_the_update_does_not_survive(tmp_path, lr, warns):
     "An update far below bf16's step (lr 1e-7) rounds away to the nearest bf16 value: `tba eval --dtype bfloat16` says so; stochastic rounding is offered"
     from tba_kit.cli import evaluate_target
-    asyncio.run(run(task='t_vowels', steps=2, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **(TINY | dict(lr=lr))))
+    asyncio.run(run(task='t_distinct', steps=2, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path), **(TINY | dict(lr=lr))))
     near = evaluate_target(str(tmp_path), dtype='bfloat16')
     assert near['dtype'] == 'bfloat16 (rounded nearest)' and 0 <= near['eval/reward'] <= 1
     assert (near['update_survives_bf16_nearest'] < 0.5) == warns and ('warning' in near) == warns, near
     if warns: assert '--rounding stochastic' in near['warning'] and 'float32' in near['warning']
     sto = evaluate_target(str(tmp_path), dtype='bfloat16', rounding='stochastic')
-    assert sto['dtype'] == 'bfloat16 (rounded stochastic)' and 'warning' not in sto
+    assert sto['dtype'] == 'bfloat16 (rounded stochastic)' and sto['update_survives_bf16_nearest'] == near['update_survives_bf16_nearest']
 
 
 @pytest.mark.parametrize('precision', ['bf16-mixed', 'fp32'])
