@@ -115,13 +115,13 @@ def main(a):
         mid = lambda k: statistics.median(v) if (v := [x[k] for x in runs.values() if x[k] is not None]) else None
         res[arm] = {'what': ARMS[arm][1], 'seeds': len(recs), 'final': seeds_interval(np.array([final_correct(r) for r in recs], float)), 'steps': mid('steps'),
                     'offpolicy_kl': mid('offpolicy_kl'), 'precision_kl': mid('precision_kl'), 'searcher_reward_last10': mid('searcher_reward_last10'),
-                    'served_bf16': mid('served_bf16'), 'minutes': mid('minutes'), 'runs': runs}
+                    'served_bf16': mid('served_bf16'), 'served_runs': sum(x['served_bf16'] is not None for x in runs.values()), 'minutes': mid('minutes'), 'runs': runs}
     num = lambda v, f: '–' if v is None else f.format(v)
     print("| arm | seeds | final held-out accuracy | steps | offpolicy/kl | sync/precision_kl | searchers' reward (last 10) | served in bf16 (nearest) |")
     print("|---|---|---|---|---|---|---|---|")
     for arm, r in res.items():
         print(f"| {arm}: {r['what']} | {r['seeds']} | {interval(r['final'])} | {r['steps']:g} | {num(r['offpolicy_kl'], '{:.3g}')} | "
-              f"{num(r['precision_kl'], '{:.3g}')} | {r['searcher_reward_last10']:.2f} | {num(r['served_bf16'], '{:.1%}')} |")
+              f"{num(r['precision_kl'], '{:.3g}')} | {r['searcher_reward_last10']:.2f} | {num(r['served_bf16'], '{:.1%}')} ({r['served_runs']} of {r['seeds']}) |")
     dest = ROOT / 'benchmarks' / 'results' / f'{a.name}.json'
     dest.write_text(json.dumps({**provenance(), 'config': a.config, 'records': rel(records), 'arms': res}, indent=1))
 
@@ -136,7 +136,7 @@ def claims(rec:dict) -> list:
         n = f"{r['seeds']} seed{'s' * (r['seeds'] > 1)}"
         out.append({'claim': f"main job, {r['what']}: final held-out accuracy at 8 training minutes ({n}, {r['steps']:g} steps)", 'value': interval(r['final'])})
         kl = lambda v: '–' if v is None else f"{v:.3g}"
-        served = '–' if r['served_bf16'] is None else f"{r['served_bf16']:.1%}"
+        served = '–' if r['served_bf16'] is None else f"{r['served_bf16']:.1%} ({r['served_runs']} of {r['seeds']} runs)"
         out.append({'claim': f"main job, {r['what']}: median offpolicy/kl, median probe KL at one version (sync/precision_kl), searchers' reward over the last 10 steps, "
                              f"accuracy served in bf16 (medians over {n})",
                     'value': f"{kl(r['offpolicy_kl'])}, {kl(r['precision_kl'])}, {r['searcher_reward_last10']:.2f}, {served}"})
