@@ -6,7 +6,6 @@ Docs: https://tba-kit.github.io/tba_kit/parts.html.md"""
 
 # %% ../nbs/09d_parts.ipynb #bdimp
 from __future__ import annotations
-import contextlib
 
 import torch
 
@@ -17,7 +16,7 @@ from .samplers import FILLS, SAMPLERS, StalenessCap
 from .searchers import PLACEMENTS, engine_arguments, engine_class, placement_of
 from .probe import PrecisionGuard
 from .tasks import encode_prompts
-from .trainer import BetaSchedule
+from .trainer import BetaSchedule, policy_autocast
 from .weights import CHANNELS, RoundedWeights
 
 # %% auto #0
@@ -125,16 +124,17 @@ class WeightSync:
 # %% ../nbs/09d_parts.ipynb #polctx
 def policy_context(cfg:Config):
     "The context the trainer computes its policy in: bf16 autocast for `bf16-mixed`, else nothing (a new context manager each call)"
-    return torch.autocast(torch.device(cfg.device).type, dtype=torch.bfloat16) if cfg.precision == 'bf16-mixed' else contextlib.nullcontext()
+    return policy_autocast(cfg.precision, cfg.device)
 
 # %% ../nbs/09d_parts.ipynb #guardcode
 def precision_guard(cfg:Config, task, tokenizer) -> PrecisionGuard|None:
     "The run's precision probe, or None where precision_probe_every is 0 (`cfg` resolved: no 'auto' precision left)"
     if not cfg.precision_probe_every: return None
     rounded = f" (rounded {cfg.searcher_rounding})" if cfg.searcher_dtype == 'bfloat16' else ''
-    fixes = [f for f, apt in (("searcher_rounding: stochastic (bf16 searchers that keep the update on average)", rounded == ' (rounded nearest)' and cfg.precision == 'fp32'),
-                              ("searcher_dtype: float32 (the trainer's policy as it is)", cfg.precision == 'fp32' and cfg.searcher_dtype == 'bfloat16'),
-                              ("searcher_dtype: bfloat16 (the dtype a bf16-mixed trainer computes in)", cfg.precision != 'fp32' and cfg.searcher_dtype == 'float32')) if apt]
+    bf16, fp32 = cfg.searcher_dtype == 'bfloat16', cfg.precision == 'fp32'
+    fixes = [f for f, apt in (("searcher_rounding: stochastic (bf16 searchers that keep the update on average)", bf16 and fp32 and cfg.searcher_rounding == 'nearest'),
+                              ("searcher_dtype: float32 (the trainer's policy as it is)", bf16 and fp32),
+                              ("searcher_dtype: bfloat16 (the dtype a bf16-mixed trainer computes in)", not bf16 and not fp32)) if apt]
     return PrecisionGuard(tokenizer, encode_prompts(tokenizer, [p.messages for p in task.prompts('train')[:4]]), cfg.precision_probe_every,
                           cfg.precision_kl_limit, f"trainer {cfg.precision}, searchers {cfg.searcher_dtype}{rounded}",
                           "Fixes: " + ', or '.join(fixes) if fixes else "The precisions agree: check that the searchers load the trainer's weights (model, lora, weight_channel)",

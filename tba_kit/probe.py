@@ -22,8 +22,8 @@ __all__ = ['precision_kl', 'Probe', 'sample_probe', 'PrecisionGuard', 'surviving
 # %% ../nbs/06h_probe.ipynb #prkl
 def precision_kl(trainer:list, searcher:list) -> float:
     "Per-token KL(trainer || searcher) on the trainer's samples: the mean of k3 = e^r - 1 - r, r = log searcher - log trainer"
-    r = [torch.as_tensor(s, dtype=torch.float64) - torch.as_tensor(t, dtype=torch.float64) for t, s in zip(trainer, searcher)]
-    r = torch.cat(r) if r else torch.zeros(0, dtype=torch.float64)  # [tokens]
+    as64 = lambda x: torch.as_tensor(x, dtype=torch.float64)
+    r = torch.cat([as64(s) - as64(t) for t, s in zip(trainer, searcher)] or [as64([])])  # [tokens]
     return float((r.exp() - 1 - r).mean()) if len(r) else 0.
 
 # %% ../nbs/06h_probe.ipynb #prprobe
@@ -74,7 +74,7 @@ class PrecisionGuard:
                  **sample):  # `sample_probe`'s k, max_new_tokens, temperature, autocast
         self.tok, self.prompt_ids, self.every, self.limit, self.setup, self.fixes = tokenizer, prompt_ids, every, limit, setup, fixes
         self.tries, self.seed, self.sample = tries, seed, sample
-        self.next, self.sent, self.newest, self.warned, self.last, self.seconds = 0, 0, None, False, None, 0.  # first version due; probes out; the newest
+        self.next, self.sent, self.newest, self.warned, self.seconds = 0, 0, None, False, 0.  # first version due; probes out; the newest
 
     def attach(self, handle, model:nn.Module):
         "The trainer's side, after a snapshot of `model`: `handle` carrying a probe when one is due"
@@ -93,7 +93,7 @@ class PrecisionGuard:
     def observe(self, metrics:dict) -> str|None:
         "A step's metrics: a result moves the next probe `every` versions past the newest sent; the first above `limit` returns the warning"
         if (kl := metrics.get('sync/precision_kl')) is None: return None
-        v, self.last = metrics['sync/precision_version'], kl
+        v = metrics['sync/precision_version']
         self.next, self.sent = max(self.next, (self.newest if self.newest is not None else v) + self.every), 0
         if kl <= self.limit or self.warned: return None
         self.warned = True

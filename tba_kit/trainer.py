@@ -18,8 +18,8 @@ from .models import require
 from .objectives import Objective
 
 # %% auto #0
-__all__ = ['LOSS_LIMIT', 'select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'Trainer', 'off_policy_stats',
-           'StepRefused', 'Diverged', 'clock_step']
+__all__ = ['LOSS_LIMIT', 'select_rows', 'split_groups', 'BetaSchedule', 'lr_scheduler', 'policy_autocast', 'Trainer',
+           'off_policy_stats', 'StepRefused', 'Diverged', 'clock_step']
 
 # %% ../nbs/08_trainer.ipynb #04699f16
 def select_rows(batch:Batch, rows:list) -> Batch:
@@ -84,6 +84,11 @@ def lr_scheduler(optimizer, name:str='constant', warmup_steps:int=0, total_steps
     try: return tf.get_scheduler(name, optimizer, num_warmup_steps=warmup_steps, num_training_steps=total_steps, scheduler_specific_kwargs=kw)
     except ValueError as e: raise ValueError(f"unknown lr_schedule {name!r}: use one of {[s.value for s in tf.SchedulerType]}") from e
 
+# %% ../nbs/08_trainer.ipynb #polautocast
+def policy_autocast(precision:str, device) -> contextlib.AbstractContextManager:
+    "The context a trainer of `precision` computes its policy in: bf16 autocast for 'bf16-mixed', else nothing (a new context manager each call)"
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16) if precision == 'bf16-mixed' else contextlib.nullcontext()
+
 # %% ../nbs/08_trainer.ipynb #9930ba98
 def _set_beta(objective, beta:float):
     "Assign the KL coefficient of an objective (the attribute its `needs.kl_name` declares)"
@@ -125,8 +130,7 @@ class Trainer:
     @property
     def version(self) -> int: return self.step_count
 
-    def _autocast(self):
-        return torch.autocast(self.device.type, dtype=torch.bfloat16) if self.precision == 'bf16-mixed' else contextlib.nullcontext()
+    def _autocast(self): return policy_autocast(self.precision, self.device)
 
     def __repr__(self):
         return f"Trainer({type(self.objective).__name__}, step={self.step_count}, lr={self.optimizer.param_groups[0]['lr']:.3g}, precision={self.precision!r})"

@@ -50,7 +50,7 @@ def test_tba_eval_scores_the_bf16_policy_and_says_when_the_update_does_not_survi
     assert (near['update_survives_bf16_nearest'] < 0.5) == warns and ('warning' in near) == warns, near
     if warns: assert '--rounding stochastic' in near['warning'] and 'float32' in near['warning']
     sto = evaluate_target(str(tmp_path), dtype='bfloat16', rounding='stochastic')
-    assert sto['dtype'] == 'bfloat16 (rounded stochastic)' and sto['update_survives_bf16_nearest'] == near['update_survives_bf16_nearest']
+    assert sto['dtype'] == 'bfloat16 (rounded stochastic)'
 
 
 @pytest.mark.parametrize('precision', ['bf16-mixed', 'fp32'])
