@@ -142,7 +142,8 @@ def test_off_policy_smoke(tmp_path):
         assert res[obj]['on_policy_rise'] == pytest.approx(on[-1] - on[-2]) and len(on) == 3  # --on_curve: evaluated at steps 0, 2, 4
         arms = res[obj]['arms']
         assert set(arms) == {'on', 'lag2', 'lag3', 'async'} and arms['on']['gap'] == 0
-        assert arms['on']['kl'][0] < 1e-12 < min(arms[a]['kl'][0] for a in ('lag2', 'lag3', 'async')), arms  # fp32 on both sides: only stale weights move it (~1e-7 at lr 1e-5)
+        assert arms['on']['kl'][0] < 1e-12 < min(arms[a]['kl'][0] for a in ('lag2', 'lag3')), arms  # fp32 on both sides: only stale weights move it (~1e-7 at lr 1e-5)
+        assert (arms['async']['kl'][0] > 1e-12) == (max(stale('async')) > 0), (arms['async'], stale('async'))  # how stale the async arm's data is depends on timing
         assert all(len(arm['kl']) == 3 for arm in arms.values())
         by = res[obj]['kl_by_staleness']  # the sync arms' batches by versions behind: lag2 0, 1, 0, 1 and lag3 0, 1, 2, 0, 1, 2
         assert {s: v[3] for s, v in by.items()} == {0: 4, 1: 4, 2: 2} and by[0][0] < 1e-12 < by[1][0], by
