@@ -30,7 +30,7 @@ from .vllm_searcher import import_vllm
 __all__ = ['RANKS_CHECKPOINT_EVERY', 'Parts', 'build', 'run_task', 'make_trainer']
 
 # %% ../nbs/09g_build.ipynb #293b0541
-RANKS_CHECKPOINT_EVERY = 25  # with trainer ranks and checkpoint_every 0: a rank fault loses at most these steps
+RANKS_CHECKPOINT_EVERY = 25  # with trainer ranks and checkpoint_every null: a rank fault loses at most these steps
 
 @dataclass
 class Parts:
@@ -100,9 +100,11 @@ def make_trainer(cfg:Config, model, objective, kl, pad_id:int, status=None) -> t
               ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
               ref_reset_every=cfg.ref_reset_every, pad_id=pad_id, temperature=cfg.logprob_temp)
     if cfg.trainer_procs == 1: return cfg, Trainer(model, objective, **kw)
-    if not cfg.checkpoint_every:  # a rank's fault takes the ranks' optimizer state with it: only checkpoints keep steps
+    if cfg.checkpoint_every is None:  # a rank's fault takes the ranks' optimizer state with it: only checkpoints keep steps
         cfg = cfg.replace(checkpoint_every=RANKS_CHECKPOINT_EVERY)
         say(f"trainer ranks: checkpoint_every {RANKS_CHECKPOINT_EVERY} (a rank's fault loses the steps since the last checkpoint; set checkpoint_every to choose)")
+    elif cfg.checkpoint_every == 0:  # the user's choice, kept
+        say("trainer ranks with checkpoint_every 0: a rank's fault loses every step since the run (or its resume) started; checkpoint_every: N keeps them")
     status = status or Status()
     status(f"starting {cfg.trainer_procs} trainer ranks", new=True)
     trainer = start_ranks(cfg, model, objective, **kw)

@@ -12,13 +12,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .config import Config
+from .config import Config, absolute_paths
 from .models import require
+from .tasks import RewardMark
 
 # %% auto #0
 __all__ = ['OWN_FILES', 'CHECKPOINT_FILES', 'FIXED_ON_RESUME', 'RunLock', 'save_checkpoint', 'checkpoint_problem',
-           'find_checkpoint', 'newest_checkpoint', 'saved_config', 'pinned', 'load_checkpoint', 'check_not_live',
-           'resume_config', 'set_aside']
+           'ended_in_reward', 'find_checkpoint', 'newest_checkpoint', 'saved_config', 'pinned', 'checkpoint_step',
+           'check_finite', 'load_checkpoint', 'check_not_live', 'resume_config', 'set_aside']
 
 # %% ../nbs/09a_checkpoints.ipynb #fcdd947a
 _log = logging.getLogger('tba_kit')
@@ -107,6 +108,19 @@ def checkpoint_problem(ck:Path, only:tuple|None=None) -> str|None:
         if _digest(f) != digest: return f"{name} does not match its checksum (changed since it was written)"
     return None
 
+# %% ../nbs/09a_checkpoints.ipynb #endedreward
+def ended_in_reward(folder:Path) -> str|None:
+    "What the run in `folder` left if its process ended inside a reward function (`tasks.RewardMark`), said plainly; None if it did not"
+    f = Path(folder) / RewardMark.file
+    try: name = json.loads(f.read_text())['reward']
+    except (OSError, ValueError, KeyError): return None
+    steps = [0]
+    with contextlib.suppress(OSError):
+        for line in (Path(folder) / 'metrics.jsonl').read_text().splitlines():
+            with contextlib.suppress(ValueError): steps.append(json.loads(line).get('train/step', steps[-1]))
+    return (f"the last run in {str(folder)!r} ended inside the reward function {name!r} after step {steps[-1]}, without a message: "
+            "a reward that exits the process (os._exit, or a library that calls it) ends the run; make it return, or raise (the batch is skipped)")
+
 # %% ../nbs/09a_checkpoints.ipynb #ee7356b3
 def find_checkpoint(path:str|Path) -> Path:
     "The checkpoint to resume from: `path` itself, or the newest intact one in a run folder or a checkpoints folder"
@@ -124,7 +138,8 @@ def find_checkpoint(path:str|Path) -> Path:
             bad.append(f"{ck} ({why})")
         if bad: raise ValueError(f"no intact checkpoint in {str(root)!r}: {'; '.join(bad)}")
     if (p / 'config.json').exists():  # a run that stopped (killed, or failed) before its first checkpoint
-        raise FileNotFoundError(f"no checkpoint in {str(p)!r}: the run stopped before its first checkpoint, so there is nothing to resume. "
+        raise FileNotFoundError(f"{note + '. ' if (note := ended_in_reward(p)) else ''}"
+                                f"no checkpoint in {str(p)!r}: the run stopped before its first checkpoint, so there is nothing to resume. "
                                 f"Start it again in the same folder with its settings: tba train {p / 'config.json'} (what it logged is kept in {p}/stopped-*)")
     raise FileNotFoundError(f"no checkpoint in {str(p)!r}: give a run directory or one of its checkpoints/step_* folders")
 
@@ -175,12 +190,27 @@ def _read(ck:Path, name:str, load):
         raise ValueError(f"checkpoint {str(ck)!r}: {name} cannot be read ({type(e).__name__}: {e}); "
                          "resume from an earlier checkpoint (checkpoints/step_*)") from e
 
+# %% ../nbs/09a_checkpoints.ipynb #ckstep
+def checkpoint_step(ck:Path) -> int|None:
+    "The trainer step checkpoint `ck` was saved at (its manifest's, else its name's); None if neither says"
+    try: return int(json.loads((Path(ck) / 'manifest.json').read_text())['step'])
+    except (OSError, ValueError, KeyError):
+        name = Path(ck).name
+        return int(name[5:]) if name.startswith('step_') and name[5:].isdigit() else None
+
+def check_finite(model, ck:Path):
+    "Refuse the weights of checkpoint `ck`, loaded into `model`, if any is inf or nan (its run diverged before it was saved)"
+    if bad := [n for n, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()]:
+        raise ValueError(f"checkpoint {str(ck)!r} holds non-finite weights ({len(bad)} tensors, e.g. {bad[0]}): its run diverged; "
+                         "use an earlier checkpoint (checkpoints/step_*), with a lower lr to resume")
+
 # %% ../nbs/09a_checkpoints.ipynb #ae7480d9
 def load_checkpoint(path:Path, parts:dict) -> dict:
     "Restore into `parts` (name -> part with `load_state_dict`, as saved) what `save_checkpoint` wrote; returns the saved extra state"
     st, path = require('safetensors.torch', 'pip install safetensors'), Path(path)
     pt = lambda f: torch.load(f, weights_only=False)
     _read(path, 'policy.safetensors', lambda f: st.load_model(parts['trainer'].model, str(f)))
+    check_finite(parts['trainer'].model, path)
     for name in OWN_FILES: parts[name].load_state_dict(_read(path, f'{name}.pt', pt))
     s = _read(path, 'state.pt', pt)
     if missing := [n for n in parts if n not in OWN_FILES and n not in s]:
@@ -207,6 +237,11 @@ def resume_config(cfg:Config, resume:str|Path) -> Config:
     check_not_live(resume)
     ck = find_checkpoint(resume)
     saved = saved_config(ck)
+    saved = absolute_paths(saved)  # as the run made them when it started
+    if note := ended_in_reward(ck.parent.parent): _log.warning(note)
+    if (done := checkpoint_step(ck)) is not None and cfg.steps <= done:
+        raise ValueError(f"config field 'steps': {ck} is at step {done}, and steps is {cfg.steps}, so nothing would be trained: "
+                         f"give the step to train up to (e.g. --steps={2 * done}); nothing was written")
     for f in FIXED_ON_RESUME:
         if f in saved and saved[f] != getattr(cfg, f):
             raise ValueError(f"config field {f!r} cannot change on resume ({saved[f]!r} in {ck}, {getattr(cfg, f)!r} given): "

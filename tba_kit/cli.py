@@ -137,17 +137,18 @@ def _served(cfg:Config, model, trained:bool, dtype:str, rounding:str) -> tuple:
 # %% ../nbs/11_cli.ipynb #9b7bd6b3
 def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:str|None, dtype:str|None=None, rounding:str='nearest') -> dict:
     "The evaluation of `tba eval`: the config's policy (with the checkpoint's `weights`, which must be finite) on its held-out problems"
+    from tba_kit.checkpoints import check_finite
     from tba_kit.parts import make_policy, policy_context
+    from tba_kit.runtime import check_model_path
     from tba_kit.evaluation import evaluate
     from tba_kit.tasks import ValidationSplit, make_task
     import torch
     torch.set_num_threads(cfg.trainer_threads)
+    check_model_path(cfg.model)
     model, tok = make_policy(cfg)
     if weights is not None:
         require('safetensors.torch', 'pip install safetensors').load_model(model, str(weights))
-        if bad := [n for n, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()]:
-            raise ValueError(f"checkpoint {str(ck)!r} holds non-finite weights ({len(bad)} tensors, e.g. {bad[0]}): its run diverged; "
-                             "evaluate an earlier checkpoint (checkpoints/step_*), or resume from one with a lower lr")
+        check_finite(model, ck)
     model, served = _served(cfg, model, weights is not None, dtype, rounding) if dtype else (model, {})
     task = make_task(cfg.task, **cfg.task_args)
     task = ValidationSplit(task, cfg.validation) if cfg.validation else task  # a tuning run's own split (--validation=0: the test split)
@@ -159,7 +160,7 @@ def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:s
 
 # %% ../nbs/11_cli.ipynb #273139a5
 def run_interruptible(coro):
-    "Run `coro` to completion; the first SIGINT / SIGTERM cancels it (the run checkpoints), a second one exits at once"
+    "Run `coro` to completion; the first SIGINT / SIGTERM / SIGHUP (the terminal closed) cancels it (the run checkpoints), a second one exits at once"
     loop = asyncio.new_event_loop()
     task, hits = loop.create_task(coro), []
     def interrupt(sig):  # acts first, then says so: a dead terminal or pipe on stderr must not stop it
@@ -169,7 +170,7 @@ def run_interruptible(coro):
             _say(f"{sig.name}: finishing the current step and writing a checkpoint (Ctrl-C again to exit at once)")
         else:
             _say("exiting at once, without a checkpoint"); os._exit(130)
-    sigs = (signal.SIGINT, signal.SIGTERM)
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     for s in sigs: loop.add_signal_handler(s, interrupt, s)
     try: return loop.run_until_complete(task)
     finally:

@@ -6,14 +6,14 @@ Docs: https://tba-kit.github.io/tba_kit/config.html.md"""
 
 # %% ../nbs/09_config.ipynb #a7a01ce4
 from __future__ import annotations
-import copy, dataclasses, difflib, math, types, typing
+import copy, dataclasses, difflib, math, os, types, typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given']
+__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given', 'absolute_paths']
 
 # %% ../nbs/09_config.ipynb #6a6367b8
 LOGGERS = ('tensorboard', 'wandb')
@@ -133,7 +133,7 @@ class Config(SearchFields):
     diversity_embedding:bool = True  # include the sentence-embedding diversity (loads all-MiniLM-L6-v2)
     log_with:list = field(default_factory=list)  # also send metrics to 'tensorboard' and/or 'wandb' (each needs its package)
     wandb_project:str = 'tba_kit'  # the wandb project of the run (log_with: [wandb]; WANDB_MODE=offline works without network)
-    checkpoint_every:int = 0  # steps between checkpoints (0: at the end only)
+    checkpoint_every:int|None = None  # steps between checkpoints (0: at the end only; null: 0, or 25 with trainer ranks, whose faults lose the steps since the last one)
     keep_checkpoints:int = 2
     out_dir:str = 'runs/run'
     time_limit:float|None = None  # stop training after this many minutes
@@ -142,7 +142,9 @@ class Config(SearchFields):
     reward_timeout:float = 300.  # seconds one reward batch may take (a hung reward fails its batch, counted in reward/failed_batches)
     seed:int = 0
 
-    def __post_init__(self): self.validate()
+    def __post_init__(self):
+        self.out_dir, self.model = os.path.expanduser(self.out_dir), os.path.expanduser(self.model)  # '~/runs/x' is the home folder's, as in a shell
+        self.validate()
 
     def to_dict(self) -> dict: return dataclasses.asdict(self)
 
@@ -200,8 +202,8 @@ def check_ranges(self:Config):
     for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'trainer_procs', 'search_prompts', 'sync_every', 'eval_batch_size',
                  'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'recent_window', 'keep_checkpoints'):
         _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
-    _need(self.stable_steps is None or self.stable_steps >= 0, 'stable_steps', f"must be >= 0 or null, got {self.stable_steps}")
-    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'checkpoint_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts', 'validation', 'precision_probe_every'):
+    for name in ('stable_steps', 'checkpoint_every'): _need(getattr(self, name) is None or getattr(self, name) >= 0, name, f"must be >= 0 or null, got {getattr(self, name)}")
+    for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts', 'validation', 'precision_probe_every'):
         _need(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
     for f in fields(self):  # inf or nan reaches the loss or the sampler silently
         v = getattr(self, f.name)
@@ -294,6 +296,7 @@ def load(cls:Config, path:str|Path|None=None, overrides:list|dict|None=None) -> 
     if path is not None:
         p = Path(path)
         if not p.exists(): raise FileNotFoundError(f"config file {str(p)!r} does not exist")
+        if p.is_dir(): raise ValueError(f"{str(p)!r} is a folder, not a config file" + (f": to continue the run in it, tba train --resume {p}" if (p / 'config.json').exists() else ": give a YAML file"))
         try: d = yaml.load(p.read_text(encoding='utf-8'), Loader=_unique_keys_loader(yaml))
         except UnicodeDecodeError as e: raise ValueError(f"config file {str(p)!r} is not UTF-8 text (byte {e.start}: {e.object[e.start:e.start + 1]!r}): save it as UTF-8") from None
         except yaml.YAMLError as e: raise ValueError(f"config file {str(p)!r} is not valid YAML: {e}") from None
@@ -420,3 +423,18 @@ def _check_type(name, value, hint):
         if t in (str, dict, list) and isinstance(value, t): return
     want = ' or '.join('null' if t is type(None) else t.__name__ for t in opts)
     raise TypeError(f"config field {name!r} must be {want}, got {value!r} ({type(value).__name__})")
+
+# %% ../nbs/09_config.ipynb #abspaths
+@patch
+def absolute_paths(self:Config) -> Config:
+    "This config with the paths it names made absolute (out_dir; model, task and objective where they name a local folder or file), so a run finds them wherever its code later changes the working folder"
+    return self.replace(**absolute_paths(self.to_dict()))
+
+def absolute_paths(d:dict) -> dict:
+    "`d`'s (a config's fields) out_dir and local paths absolute; hub names, built-ins and module names as they are"
+    out = {'out_dir': os.path.abspath(os.path.expanduser(d['out_dir']))} if 'out_dir' in d else {}
+    if (m := os.path.expanduser(str(d.get('model', '')))) and os.path.exists(m): out['model'] = os.path.abspath(m)
+    for name in ('task', 'objective'):
+        mod, colon, attr = str(d.get(name, '')).rpartition(':')
+        if colon and (mod.endswith('.py') or os.sep in mod): out[name] = f"{os.path.abspath(os.path.expanduser(mod))}:{attr}"
+    return d | out

@@ -16,8 +16,8 @@ from torch import Tensor, nn
 
 # %% auto #0
 __all__ = ['Trajectory', 'Batch', 'collate', 'token_logprobs', 'sequence_logprobs', 'model_device', 'completion_logprobs',
-           'cache_kw', 'shared_prompt_logprobs', 'sequence_logprob_sums', 'completion_token_logprobs', 'Registry',
-           'stderr_line', 'proc_state']
+           'cache_kw', 'shared_prompt_logprobs', 'sequence_logprob_sums', 'completion_token_logprobs', 'import_path',
+           'Registry', 'stderr_line', 'proc_state']
 
 # %% ../nbs/00_core.ipynb #2cf5e21a
 def _as_ids(x, name:str) -> Tensor:
@@ -282,9 +282,27 @@ def completion_token_logprobs(model:nn.Module, prompt_ids:list, completion_ids:l
     return [row[m].float().cpu() for lp, comp in _pair_logprobs(model, prompt_ids, completion_ids, pad_id, batch_size, temperature)
             for row, m in zip(lp, comp)]
 
+# %% ../nbs/00_core.ipynb #importpath
+def import_path(mod:str):
+    "The module `mod`: a module name, found on the path or in the working folder (as `python -m` finds it), or a .py file's path"
+    if mod.endswith('.py') or os.sep in mod:  # a file: imported by its name from its folder, so worker processes import it alike
+        p = Path(mod).expanduser().resolve()
+        if not p.is_file(): raise FileNotFoundError(f"no Python file {mod!r} (from {os.getcwd()})")
+        if str(p.parent) not in sys.path: sys.path.append(str(p.parent))
+        m = importlib.import_module(p.stem)
+        if Path(m.__file__ or '').resolve() != p:
+            raise ImportError(f"{mod!r} is named like the module {p.stem!r} at {m.__file__}, which is imported instead: rename the file")
+        return m
+    try: return importlib.import_module(mod)
+    except ModuleNotFoundError as e:
+        here, top = os.getcwd(), mod.split('.')[0]
+        if e.name != top or here in sys.path or not (Path(here, f'{top}.py').is_file() or Path(here, top).is_dir()): raise
+        sys.path.append(here)  # a module in the working folder, where the `tba` command (unlike python -m) does not look
+        return importlib.import_module(mod)
+
 # %% ../nbs/00_core.ipynb #b6b2d9b3
 class Registry:
-    "Named factories of one kind of component; a name 'module:Name' imports a factory of your own"
+    "Named factories of one kind of component; a name 'module:Name' (or 'path/to/file.py:Name') imports a factory of your own"
     def __init__(self, kind:str): self.kind, self.entries = kind, {}  # kind names the component in messages
 
     def register(self, name:str, factory=None):
@@ -296,12 +314,12 @@ class Registry:
     __setitem__ = register
 
     def get(self, name:str):
-        "The factory registered as `name` (an entry may itself be a 'module:Name' path), or imported from 'module:Name'"
+        "The factory registered as `name` (an entry may itself be a 'module:Name' path), or imported from 'module:Name' or 'file.py:Name'"
         name = self.entries.get(name, name)
         if not isinstance(name, str): return name
         if ':' in name:
-            mod, attr = name.split(':', 1)
-            try: return getattr(importlib.import_module(mod), attr)
+            mod, attr = name.rsplit(':', 1)
+            try: return getattr(import_path(mod), attr)
             except Exception as e:  # not found, or the module itself fails: a syntax error, an error while it runs
                 raise ValueError(f"{self.kind} {name!r}: could not import {attr!r} from {mod!r} ({type(e).__name__}: {e})") from e
         close = difflib.get_close_matches(name, list(self.entries), n=1)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .checkpoints import RunLock, find_checkpoint, load_checkpoint, newest_checkpoint, resume_config, save_checkpoint, set_aside
+from .checkpoints import RunLock, ended_in_reward, find_checkpoint, load_checkpoint, newest_checkpoint, resume_config, save_checkpoint, set_aside
 from .build import Parts, build
 from .parts import WeightSync, make_searcher, make_searchers, policy_context, precision_guard
 from .config import Config, _default
@@ -22,6 +22,7 @@ from .metrics import diversity_metrics
 from .models import require
 from .records import SINKS, RunLog, RunSummary
 from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, TrainerFirst, say
+from .tasks import RewardMark
 from .evaluation import eval_line, evaluate as evaluate_policy
 from .pool import SearchPool
 from .trainer import Diverged
@@ -333,6 +334,7 @@ async def _locked(self:Run, resume) -> RunSummary:
         if newest_checkpoint(self.out):
             raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
                                   "or choose another out_dir (--out_dir=...); nothing was overwritten")
+        if note := ended_in_reward(self.out): say(note)
         say(f"{self.out} holds a run that stopped before its first checkpoint: its files were moved to {set_aside(self.out)}; starting afresh")
     self.pool.searchers = make_searchers(cfg, self.task, self.model, self.tok)  # before a resume: references start as the initial policy
     if resume is not None:
@@ -345,9 +347,12 @@ async def _locked(self:Run, resume) -> RunSummary:
         if n := self.log.drop_after(self.trainer.step_count): say(f"{n} metric rows of steps after that checkpoint removed (they are trained again)")
     (self.out / 'config.json').write_text(json.dumps(cfg.to_dict(), indent=1))  # after a successful restore: a failed one changes nothing
     self.log.start(resumed=resume is not None, sinks=[SINKS[name](self.out, cfg) for name in cfg.log_with])
+    RewardMark.path = self.out / RewardMark.file  # there while a reward runs in this process (said by the next resume if it ends inside one)
+    RewardMark.path.unlink(missing_ok=True)  # a mark left by the run resumed here: said already
     try:
         with self.tuning: return await self._train(resume)
     finally:
+        RewardMark.path = None
         self.status.close()
         self.log.close()
         if hasattr(self.task, 'close'): await asyncio.to_thread(self.task.close)  # e.g. a red-teaming victim's engine
@@ -415,5 +420,8 @@ async def run(
     if isinstance(config, Config): cfg = config.replace(**overrides) if overrides else config
     elif isinstance(config, dict): cfg = Config.from_dict(config | overrides)
     else: cfg = Config.load(config, overrides)
-    if resume is not None: cfg = resume_config(cfg, resume)  # before any model loads
+    cfg = cfg.absolute_paths()  # whatever the run's code later does to the working folder
+    if resume is not None:
+        resume = Path(resume).expanduser().absolute()
+        cfg = resume_config(cfg, resume)  # before any model loads
     return await Run(build(cfg, progress=bool(progress), **objects), progress)(resume)

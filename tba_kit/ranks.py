@@ -384,7 +384,7 @@ def start_ranks(cfg:Config, model:nn.Module, objective, **trainer_kw) -> RankGro
 def serve_rank(rank:int, world:int, host:str, port:int, device:str, timeout:float):
     "A follower's life: join rank 0, build the policy and trainer it describes, follow its commands until it stops (or is gone: a RuntimeError)"
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is rank 0's: it finishes the step (with us), checkpoints, then stops us
+        for s in (signal.SIGINT, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)  # Ctrl-C (a closed terminal) is rank 0's: it finishes the step (with us), checkpoints, then stops us
     store = join_ranks(rank, world, host, port, device, timeout, serve=False)
     stop_beating = heartbeat(rank, host, port)
     try:

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/runtime.html.md"""
 
 # %% ../nbs/09c_runtime.ipynb #rtimp
 from __future__ import annotations
-import gc, logging, os, sys, threading, time
+import errno, gc, logging, os, shutil, sys, threading, time
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +15,8 @@ from .core import stderr_line
 from .tasks import RewardError
 
 # %% auto #0
-__all__ = ['PromptStream', 'RewardGuard', 'Status', 'say', 'check_model_path', 'check_device', 'check_context', 'check_writable',
-           'TrainerFirst', 'ClockBar', 'StepLines']
+__all__ = ['MIN_FREE', 'PromptStream', 'RewardGuard', 'Status', 'say', 'check_model_path', 'check_device', 'check_context',
+           'check_writable', 'TrainerFirst', 'ClockBar', 'StepLines']
 
 # %% ../nbs/09c_runtime.ipynb #14a2be7c
 class PromptStream:
@@ -111,12 +111,22 @@ def say(line:str): stderr_line(f"tba_kit: {line}")
 # %% ../nbs/09c_runtime.ipynb #ddfaf7e8
 def check_model_path(model:str):
     "Refuse a model given as a local path that does not exist or holds no model, before anything loads (hub names are the loader's to check)"
+    from tba_kit.models import DEFAULT_MODEL
     p = Path(model).expanduser()
+    if not p.exists() and (near := next((b for b in ('tiny', DEFAULT_MODEL) if b != model and (model.lower() == b or _one_edit(model, b))), None)):
+        raise ValueError(f"config field 'model': {model!r} is no folder here, and one letter from the built-in {near!r}: did you mean {near!r}? "
+                         "(a hub name is looked up only when it is no built-in's typo)")
     if (model.startswith(('/', '.', '~')) or (len(p.parts) > 1 and Path(p.parts[0]).is_dir())) and not p.exists():
         raise ValueError(f"config field 'model': {model!r} does not exist; give an existing model folder, a hub name, or 'tiny'")
     if p.is_dir() and not (p / 'config.json').exists():
         raise ValueError(f"config field 'model': the folder {model!r} holds no config.json, so it is not a saved model "
                          f"(it has {sorted(f.name for f in p.iterdir())[:8] or 'nothing'}); give the folder save_pretrained wrote, a hub name, or 'tiny'")
+
+def _one_edit(a:str, b:str) -> bool:
+    "Whether `a` becomes `b` by at most one letter changed, added or dropped"
+    if abs(len(a) - len(b)) > 1: return False
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))  # the first difference
+    return a[i + 1:] == b[i + 1:] or a[i:] == b[i + 1:] or a[i + 1:] == b[i:]
 
 # %% ../nbs/09c_runtime.ipynb #115cbe72
 def check_device(device:str):
@@ -151,9 +161,14 @@ def check_writable(out:Path, name:str='out_dir'):
     "Refuse a folder that cannot be written (checked on its nearest existing folder), before any model loads"
     p = out.resolve()
     while not p.exists(): p = p.parent
+    field_ = name if name.startswith('-') else f'config field {name!r}'
     if not (p.is_dir() and os.access(p, os.W_OK | os.X_OK)):
-        raise ValueError(f"{name if name.startswith('-') else f'config field {name!r}'}: {str(out)!r} cannot be written "
-                         f"({str(p)!r} is not a writable folder); choose another {name}")
+        raise ValueError(f"{field_}: {str(out)!r} cannot be written ({str(p)!r} is not a writable folder); choose another {name}")
+    if (free := shutil.disk_usage(p).free) < MIN_FREE:
+        raise OSError(errno.ENOSPC, f"{field_}: the disk holding {str(p)!r} is full ({free / 2 ** 20:.1f} MiB free, and a run needs "
+                      f"{MIN_FREE // 2 ** 20} MiB or more for its records and checkpoints): free space there, or choose another {name}")
+
+MIN_FREE = 2 ** 26  # bytes a run's folder needs free at start: its records, and a checkpoint of the smallest models
 
 
 # %% ../nbs/09c_runtime.ipynb #ac9d7556

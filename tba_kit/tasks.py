@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/tasks.html.md"""
 
 # %% ../nbs/06_tasks.ipynb #9395e207
 from __future__ import annotations
-import asyncio, collections, inspect, math, random, re, threading, traceback
+import asyncio, collections, contextlib, inspect, json, math, os, random, re, threading, traceback
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
@@ -14,8 +14,8 @@ from .core import Registry
 from .models import require
 
 # %% auto #0
-__all__ = ['FAMILIES', 'TASKS', 'Prompt', 'completion_text', 'RewardError', 'encode_prompts', 'render_prompts', 'score', 'Task',
-           'PromptTask', 'ValidationSplit', 'last_number', 'same_number', 'reasoning_gym_splits',
+__all__ = ['FAMILIES', 'TASKS', 'Prompt', 'completion_text', 'RewardError', 'encode_prompts', 'render_prompts', 'RewardMark',
+           'score', 'Task', 'PromptTask', 'ValidationSplit', 'last_number', 'same_number', 'reasoning_gym_splits',
            'reasoning_gym_distinct', 'increments', 'ArithmeticTask', 'arithmetic_reward', 'make_task']
 
 # %% ../nbs/06_tasks.ipynb #42982bd5
@@ -122,6 +122,25 @@ async def _settle(call:asyncio.Future, name:str, timeout:float|None):
     if isinstance(e, (SystemExit, KeyboardInterrupt)): raise _Escaped(e) from e  # raised in its thread: an error of the batch, not of this process
     return call.result()
 
+# %% ../nbs/06_tasks.ipynb #rewardmark
+class RewardMark:
+    "While a reward function runs in this process, the file `path` (once a run sets it) exists and names the function: a process that ends inside one (`os._exit`, a crash in a library) leaves it behind, for the next resume or evaluation to report"
+    path = None  # a Path, or None: nothing is marked
+    file = 'reward_running.json'  # its name in a run's folder
+    _busy, _lock = 0, threading.Lock()  # reward calls running now (several searchers score at once)
+
+    @classmethod
+    @contextlib.contextmanager
+    def inside(cls, name:str):
+        with cls._lock:
+            cls._busy += 1
+            if cls._busy == 1 and cls.path is not None: cls.path.write_text(json.dumps({'reward': name, 'pid': os.getpid()}))
+        try: yield
+        finally:
+            with cls._lock:
+                cls._busy -= 1
+                if cls._busy == 0 and cls.path is not None: cls.path.unlink(missing_ok=True)
+
 # %% ../nbs/06_tasks.ipynb #92435a2e
 async def score(
     reward_fn:Callable,  # TRL-style reward function, sync or async
@@ -144,8 +163,9 @@ async def score(
         kw = dict(prompts=[p.messages for p in prompts], completions=comps,
                   completion_ids=list(completion_ids) if completion_ids is not None else None, **cols)
         is_async = inspect.iscoroutinefunction(reward_fn) or inspect.iscoroutinefunction(getattr(reward_fn, '__call__', None))
-        out = await _settle(_RewardLoop.submit(reward_fn(**kw)) if is_async else _in_thread(reward_fn, kw), name, timeout)  # never on this loop
-        if inspect.isawaitable(out): out = await _settle(_RewardLoop.submit(out), name, timeout)  # a sync function that returned a coroutine
+        with RewardMark.inside(name):
+            out = await _settle(_RewardLoop.submit(reward_fn(**kw)) if is_async else _in_thread(reward_fn, kw), name, timeout)  # never on this loop
+            if inspect.isawaitable(out): out = await _settle(_RewardLoop.submit(out), name, timeout)  # a sync function that returned a coroutine
     except RewardError: raise
     except Exception as e:
         e = getattr(e, 'original', e)

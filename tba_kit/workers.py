@@ -60,7 +60,7 @@ def _worker_main(conn, spec:dict):
     "Entry point of a searcher process: load the model, then serve requests until 'close' or the parent goes away"
     import shutil, signal, threading
     if threading.current_thread() is threading.main_thread():  # a worker process (the lesson below runs it in a thread)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal reaches every process: the run stops its searchers itself
+        for s in (signal.SIGINT, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)  # Ctrl-C or a closed terminal reaches every process: the run stops its searchers itself
     try:
         import ctypes
         ctypes.CDLL('libc.so.6').prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: die with the parent

@@ -611,3 +611,126 @@ def test_a_sigkilled_ray_driver_leaves_no_ray_process(tmp_path):
     finally: driver.kill(); driver.wait()
     gone, alive = psutil.wait_procs(ray_procs, timeout=20)
     assert not alive, [(c.pid, ' '.join(c.cmdline())[:80]) for c in alive]
+
+
+# --- what a user's own reward, shell and typing did to a run (the fourth outside probe) ---
+
+SANDBOX_TASK = '''
+import os
+from pathlib import Path
+from tba_kit.tasks import PromptTask, completion_text
+calls = [0]
+
+def reward(prompts, completions, **kw):
+    "Vowel share, scored the way a code sandbox works: in a folder of its own (os.chdir); EXIT_AT=n ends the process at the n-th call"
+    calls[0] += 1
+    if calls[0] == int(os.environ.get('EXIT_AT', 0)): os._exit(0)  # a library that exits, as some do
+    os.chdir(Path(os.environ['SANDBOX']).resolve())
+    return [sum(ch in 'aeiou' for ch in completion_text(c)) / max(len(completion_text(c)), 1) for c in completions]
+
+def make(**kw): return PromptTask([f'Say word {i}' for i in range(12)], reward, test=['Say a word'], name='sandboxed')
+'''
+
+HERE_CLI = [str(ROOT / TINY_CLI[0]), *TINY_CLI[1:]]  # run from another working folder
+
+
+def _here(tmp_path, *args, env=None, timeout=300) -> subprocess.CompletedProcess:
+    "`tba train` (the console script's way: the working folder is not on sys.path) started in tmp_path, beside the sandboxed task's file"
+    (tmp_path / 'sandbox_task.py').write_text(SANDBOX_TASK); (tmp_path / 'sandbox').mkdir(exist_ok=True)
+    code = 'import sys; sys.path.remove(sys.path[0]); from tba_kit.cli import main; sys.exit(main())'  # as the `tba` script: its own folder first, not the working one
+    return subprocess.run([sys.executable, '-c', code, 'train', *args], cwd=tmp_path, capture_output=True, text=True, timeout=timeout,
+                          env=os.environ | {'SANDBOX': str(tmp_path / 'sandbox')} | (env or {}))
+
+
+@pytest.mark.slow
+@pytest.mark.process
+@pytest.mark.parametrize('placement, task', [('inline', './sandbox_task.py:make'), ('process', 'sandbox_task:make')])
+def test_a_reward_that_changes_the_working_folder_moves_nothing(tmp_path, placement, task):
+    """Before: a reward calling os.chdir ended the run with rc 2 and a bare 'No such file ... timeline.jsonl', its checkpoint went to the
+    sandbox, and its resume found none; a task named by its file's path got Python's relative-import error, and a task module in the
+    working folder was not found by `tba`. Now paths are absolute from the start, a file path is loaded, the working folder is searched"""
+    r = _here(tmp_path, *HERE_CLI, f'--task={task}', '--task_args={}', f'--placement={placement}', '--steps=3', '--out_dir=runs/x')
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = tmp_path / 'runs' / 'x'
+    assert find_checkpoint(out).name == 'step_000003' and steps_of(out) == [1, 2, 3]
+    assert not list((tmp_path / 'sandbox').rglob('*'))  # nothing of the run's in the reward's folder
+    r = _here(tmp_path, '--resume', 'runs/x', '--steps=4', '--no-progress')
+    assert r.returncode == 0 and steps_of(out) == [1, 2, 3, 4], r.stderr[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.process
+@pytest.mark.parametrize('placement', ['inline', 'process'])
+def test_a_reward_that_ends_the_process_is_named_by_the_next_resume(tmp_path, placement):
+    "Before: a reward calling os._exit(0) ended the run with rc 0 and no word, and nothing afterwards said where it had ended"
+    r = _here(tmp_path, *HERE_CLI, '--task=sandbox_task:make', '--task_args={}', f'--placement={placement}', '--steps=100000',
+              '--checkpoint_every=1', '--out_dir=run', env={'EXIT_AT': '12'})
+    assert r.returncode == 0 and (tmp_path / 'run' / 'reward_running.json').exists(), r.stderr[-3000:]  # os._exit(0): nothing can say it then
+    done = max(steps_of(tmp_path / 'run'), default=0)
+    r = _here(tmp_path, '--resume', 'run', f'--steps={done + 2}', '--no-progress')
+    said = f"ended inside the reward function 'reward' after step {done}, without a message"
+    assert r.returncode == 0 and said in r.stderr, r.stderr[-3000:]
+    assert not (tmp_path / 'run' / 'reward_running.json').exists()  # said once
+
+
+@pytest.mark.process
+def test_a_closed_terminal_checkpoints_as_sigterm_does(tmp_path):
+    "Before: SIGHUP (the terminal closed, ssh dropped) ended the run within 0.1 s with no message and no checkpoint"
+    out = tmp_path / 'run'
+    p = tba_train(*TINY_CLI, '--steps=100000', f'--out_dir={out}')
+    try:
+        wait_for_steps(out, 2, p)
+        p.send_signal(signal.SIGHUP)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None: p.kill()
+    assert p.returncode == 130 and 'SIGHUP: finishing the current step and writing a checkpoint' in err, err[-3000:]
+    assert find_checkpoint(out).name == f'step_{max(steps_of(out)):06d}'
+
+
+@pytest.mark.process
+def test_what_a_user_types_by_mistake_is_named_with_the_fix(tmp_path):
+    """Before: a resume to a step already trained loaded everything and said 'done', a run folder given as the config raised
+    IsADirectoryError, `--model=Tiny` spent ~50 s on hub retries, a checkpoint with nan weights was refused only at its first step"""
+    out = tmp_path / 'run'
+    assert train(*TINY_CLI, '--steps=2', f'--out_dir={out}').returncode == 0
+    files = {p: p.read_bytes() for p in out.rglob('*') if p.is_file() and p.name != '.lock'}
+    for steps in (2, 1):
+        r = train('--resume', str(out), f'--steps={steps}')
+        assert r.returncode == 2 and f"is at step 2, and steps is {steps}, so nothing would be trained" in r.stderr, r.stderr[-2000:]
+    r = train(str(out))
+    assert r.returncode == 2 and f"is a folder, not a config file: to continue the run in it, tba train --resume {out}" in r.stderr, r.stderr[-2000:]
+    assert {p: p.read_bytes() for p in out.rglob('*') if p.is_file() and p.name != '.lock'} == files  # nothing written
+    t = time.monotonic()
+    r = train(*TINY_CLI, '--model=Tiny', f'--out_dir={tmp_path / "typo"}', timeout=60)
+    assert r.returncode == 2 and "did you mean 'tiny'?" in r.stderr and time.monotonic() - t < 30, r.stderr[-2000:]
+    from safetensors.torch import load_file, save_file
+    import torch
+    def nan(ck):
+        w = load_file(ck / 'policy.safetensors')
+        save_file({k: torch.full_like(v, float('nan')) for k, v in w.items()}, ck / 'policy.safetensors')
+    bad = _copy_checkpoint(out, tmp_path / 'nan', nan)
+    shutil.copy(out / 'config.json', bad.parent.parent)
+    r = train('--resume', str(bad.parent.parent), '--steps=4')
+    assert r.returncode == 2 and 'holds non-finite weights' in r.stderr and not (bad.parent.parent / 'metrics.jsonl').exists(), r.stderr[-2000:]
+
+
+def test_a_full_disk_at_start_names_the_folder_and_its_free_space(tmp_path, monkeypatch):
+    "Before: a disk already full at start failed with '[Errno 28] No space left on device', naming no path"
+    import asyncio
+    import tba_kit.runtime as R, tba_kit.loop as L
+    monkeypatch.setattr(R.shutil, 'disk_usage', lambda p: type('Usage', (), {'free': 4096})())
+    with pytest.raises(OSError, match=rf"config field 'out_dir': the disk holding {re.escape(repr(str(tmp_path)))} is full \(0.0 MiB free"):
+        asyncio.run(L.run(dict(model='tiny', task_args={'n_train': 40, 'n_test': 4}, k=4, out_dir=str(tmp_path / 'r')), progress=False))
+
+
+def test_paths_in_a_config_mean_what_they_mean_in_a_shell(tmp_path, monkeypatch):
+    "Before: out_dir '~/runs/x' made a folder named '~' in the working folder, and the run's last line read as the home folder"
+    from tba_kit.config import Config
+    monkeypatch.setenv('HOME', str(tmp_path))
+    assert Config(out_dir='~/runs/x').out_dir == str(tmp_path / 'runs' / 'x')
+    monkeypatch.chdir(tmp_path)
+    c = Config(out_dir='runs/y', model='./m', task='tasks/mine.py:make').absolute_paths()
+    (tmp_path / 'm').mkdir()
+    assert (c.out_dir, c.model, c.task) == (str(tmp_path / 'runs' / 'y'), './m', f"{tmp_path / 'tasks' / 'mine.py'}:make")  # no folder m yet: a hub name
+    assert Config(model='./m').absolute_paths().model == str(tmp_path / 'm')

@@ -81,7 +81,7 @@ def test_a_rank_that_dies_or_hangs_stops_the_run_by_name_and_resume_finishes_it(
     """Before: a stopped rank was found only at trainer_timeout (600 s by default) as 'a trainer rank did not answer', and the error
     promised a checkpoint to resume from when none had been written"""
     out = tmp_path / 'run'
-    every = ['--checkpoint_every=0'] if fault == 'kill before a checkpoint' else ['--checkpoint_every=1']  # 0 with ranks: every 25 steps (said at start)
+    every = ['--checkpoint_every=0'] if fault == 'kill before a checkpoint' else ['--checkpoint_every=1']  # 0 with ranks: kept, and its cost said at start
     p = tba_train(*TINY_CLI, '--steps=100000', *every, '--trainer_procs=2', *(['--trainer_timeout=15'] if fault != 'hang' else []), f'--out_dir={out}')
     try:
         wait_for_steps(out, 3, p)
@@ -100,7 +100,8 @@ def test_a_rank_that_dies_or_hangs_stops_the_run_by_name_and_resume_finishes_it(
     assert said in err and 'writing its checkpoint failed' not in err, err[-3000:]
     assert took < (30 if fault != 'hang' else 60), took  # found at the next collective if dead; by its heartbeat (trainer_timeout is 600 s) if stopped
     if fault == 'kill before a checkpoint':
-        assert 'checkpoint_every 25' in err and 'No checkpoint was written before the fault, so nothing can be resumed' in err and '--resume' not in err, err[-3000:]
+        assert "trainer ranks with checkpoint_every 0: a rank's fault loses every step" in err and 'checkpoint_every 25' not in err, err[-3000:]  # was replaced by 25
+        assert 'No checkpoint was written before the fault, so nothing can be resumed' in err and '--resume' not in err, err[-3000:]
         return
     assert 'Continue from its last checkpoint (step_' in err and '--resume' in err, err[-3000:]
     done = rows(out)[-1]['train/step']
