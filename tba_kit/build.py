@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/build.html.md"""
 
 # %% ../nbs/09g_build.ipynb #5456bdc5
 from __future__ import annotations
-import copy, random
+import copy, os, random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +15,7 @@ import torch
 
 from .buffer import ReplayBuffer
 from .config import Config, given
-from .models import require
+from .models import require, resolve_model, tiny_model
 from .parts import (WeightSync, build_component, check_parts, kl_schedule, make_objective, make_policy, make_sampler,  # the factories:
                            make_searcher, make_searchers)  # importable from tba_kit.build too
 from .records import SINKS
@@ -27,7 +27,8 @@ from .trainer import Trainer
 from .vllm_searcher import import_vllm
 
 # %% auto #0
-__all__ = ['RANKS_CHECKPOINT_EVERY', 'Parts', 'build', 'run_task', 'make_trainer']
+__all__ = ['RANKS_CHECKPOINT_EVERY', 'Parts', 'visible_memory', 'model_shape', 'memory_needed', 'check_memory', 'build',
+           'run_task', 'make_trainer']
 
 # %% ../nbs/09g_build.ipynb #293b0541
 RANKS_CHECKPOINT_EVERY = 25  # with trainer ranks and checkpoint_every null: a rank fault loses at most these steps
@@ -44,6 +45,49 @@ class Parts:
     buffer:ReplayBuffer
     sampler:object  # draws the trainer's batches from the buffer
     eval_ref:object = None  # eval/kl's reference, a frozen copy of the initial policy (with eval_kl_samples > 0)
+
+# %% ../nbs/09g_build.ipynb #checkmemory
+def visible_memory() -> tuple:
+    "(bytes this process may use, where the limit comes from): the cgroup's limit where one is set below the machine's RAM, else the RAM"
+    ram = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    for f in ('/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes'):  # cgroup v2, v1
+        try: limit = int(Path(f).read_text().split()[0])
+        except (OSError, ValueError, IndexError): continue  # absent, or 'max': no limit
+        if limit < ram: return limit, f"the cgroup's limit ({f})"
+    return ram, "the machine's RAM"
+
+def model_shape(cfg:Config):
+    "(parameters, its transformers config) of the config's model read without loading weights (a meta-device copy); None if only a download could say"
+    tf = require('transformers', 'pip install transformers')
+    if cfg.model == 'tiny': mc = tiny_model(seed=cfg.seed)[0].config
+    else:
+        try: mc = tf.AutoConfig.from_pretrained(resolve_model(cfg.model), local_files_only=True)  # a folder, the built-in, or the hub's cache
+        except (OSError, ValueError): return None
+    with torch.device('meta'): n = sum(p.numel() for p in tf.AutoModelForCausalLM.from_config(mc).parameters())
+    return n, mc
+
+def memory_needed(cfg:Config, n:int, mc) -> dict:
+    "A lower bound on the bytes a run holds at once on this machine, by part: weights, gradients and AdamW's state, the searchers' copies, a generate call's KV cache, a micro-batch's logits"
+    w, s = (2 if cfg.precision == 'bf16' else 4), (2 if cfg.searcher_dtype == 'bfloat16' else 4)
+    trained = 0 if cfg.lora else n  # LoRA's adapters: small beside the model
+    here = cfg.placement_name != 'ray' and cfg.engine == 'hf'  # searchers on this machine, sized here
+    heads, layers = getattr(mc, 'num_key_value_heads', None) or mc.num_attention_heads, mc.num_hidden_layers
+    rows = min(cfg.engine_args.get('batch_size', 64), cfg.search_prompts * (cfg.search_k or cfg.k))  # rows a generate call holds
+    return {'the trainer (weights, gradients, AdamW)': n * w + trained * 3 * w,
+            'its reference copy': n * w if cfg.ref_on == 'trainer' or cfg.ref_reset_every else 0,
+            f'the searchers\' copies ({cfg.searchers})': cfg.searchers * n * s if here else 0,
+            "the searchers' KV caches": cfg.searchers * rows * cfg.max_new_tokens * layers * 2 * heads * (mc.hidden_size // mc.num_attention_heads) * s if here else 0,
+            "a micro-batch's logits": cfg.micro_batch_rows * cfg.max_new_tokens * mc.vocab_size * 4}
+
+def check_memory(cfg:Config):
+    "Refuse a run whose memory, bounded from below before any model loads, passes what this machine lets it use, naming the fields that lower it"
+    if cfg.device != 'cpu' or cfg.trainer_procs > 1 or (shape := model_shape(cfg)) is None: return  # a GPU's memory is its own; ranks share it out
+    need, (have, where) = memory_needed(cfg, *shape), visible_memory()
+    if sum(need.values()) > have:
+        parts = ', '.join(f"{k} {v / 2 ** 30:.1f}" for k, v in sorted(need.items(), key=lambda kv: -kv[1]) if v)
+        raise ValueError(f"config field 'model': this run needs at least {sum(need.values()) / 2 ** 30:.1f} GiB ({parts} GiB; {shape[0] / 1e6:.0f}M "
+                         f"parameters), more than the {have / 2 ** 30:.1f} GiB {where} allows: lower searchers, micro_batch_rows or max_new_tokens, "
+                         "train LoRA adapters (lora), use precision bf16, or a smaller model")
 
 # %% ../nbs/09g_build.ipynb #595f9c6a
 def build(cfg:Config, task=None, objective=None, sampler=None,  # objects given to run() replace the components the config names
@@ -68,7 +112,7 @@ def build(cfg:Config, task=None, objective=None, sampler=None,  # objects given 
     if cfg.mode == 'async' and cfg.prefill > cfg.buffer_capacity * n:
         raise ValueError(f"config field 'prefill': {cfg.prefill} completions cannot fit in a buffer of buffer_capacity x training prompts = "
                          f"{cfg.buffer_capacity} x {n}: lower prefill or raise buffer_capacity")
-    check_writable(Path(cfg.out_dir)); check_model_path(cfg.model); check_room(cfg)
+    check_writable(Path(cfg.out_dir)); check_model_path(cfg.model); check_room(cfg); check_memory(cfg)
     status = Status(None if progress else lambda line: None)
     status(f"loading the policy {cfg.model!r}", new=True)
     model, tok = make_policy(cfg)

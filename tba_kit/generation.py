@@ -80,6 +80,14 @@ def generate_completions(
     progress=None,  # called with (prompts done, prompts in all) before the first generate call and after each
 ) -> list:  # per prompt, k (completion ids [T], logprobs [T]) pairs
     "Sample `k` completions per prompt; each with its per-token log-probs (tempered by `logprob_temperature`)"
+    if k > batch_size:  # a prompt's k rows in calls of batch_size rows, so memory holds batch_size rows whatever k is
+        out = [[] for _ in prompt_ids]
+        for s in range(0, k, batch_size):
+            part = generate_completions(model, tokenizer, prompt_ids, min(batch_size, k - s), max_new_tokens, temperature, logprob_temperature,
+                                        top_p, top_k, greedy, batch_size)
+            for o, p in zip(out, part): o.extend(p)
+            if progress is not None: progress(len(prompt_ids) * (s + batch_size) // k if s + batch_size < k else len(prompt_ids), len(prompt_ids))
+        return out
     eos = tokenizer.eos_token_id
     per_call = max(1, batch_size // k)
     out = []

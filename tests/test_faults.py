@@ -734,3 +734,19 @@ def test_paths_in_a_config_mean_what_they_mean_in_a_shell(tmp_path, monkeypatch)
     (tmp_path / 'm').mkdir()
     assert (c.out_dir, c.model, c.task) == (str(tmp_path / 'runs' / 'y'), './m', f"{tmp_path / 'tasks' / 'mine.py'}:make")  # no folder m yet: a hub name
     assert Config(model='./m').absolute_paths().model == str(tmp_path / 'm')
+
+
+@pytest.mark.slow
+def test_a_run_that_cannot_fit_in_memory_is_refused_before_any_model_loads(tmp_path, monkeypatch):
+    """Before: nothing estimated a run's memory before loading it. Now a run whose lower bound passes the limit is refused (12 fp32
+    searchers of SmolLM2 in 6 GiB), and a search holds batch_size rows of a prompt at a time, not all k (06f_generation)"""
+    import asyncio
+    import tba_kit.build as B, tba_kit.loop as L
+    from tba_kit.config import Config
+    monkeypatch.setattr(B, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
+    monkeypatch.setattr(B, 'visible_memory', lambda: (6 * 2 ** 30, "a test's limit"))
+    B.check_memory(Config.load(ROOT / 'configs' / 'quickstart.yaml').resolve_precision()[0])  # the main job fits in 6 GiB (about 2.5 GiB)
+    with pytest.raises(ValueError, match=r"config field 'model': this run needs at least 8\.\d GiB \(the searchers' copies \(12\) 6\.0, the trainer "
+                                         r"\(weights, gradients, AdamW\) 2\.0.* 135M parameters\), more than the 6\.0 GiB a test's limit allows: lower searchers"):
+        asyncio.run(L.run(ROOT / 'configs' / 'quickstart.yaml', progress=False, searchers=12, searcher_dtype='float32', out_dir=str(tmp_path / 'r')))
+    assert not (tmp_path / 'r').exists()
