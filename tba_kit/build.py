@@ -63,11 +63,13 @@ def model_shape(cfg:Config):
     else:
         try: mc = tf.AutoConfig.from_pretrained(resolve_model(cfg.model), local_files_only=True)  # a folder, the built-in, or the hub's cache
         except (OSError, ValueError): return None
-    with torch.device('meta'): n = sum(p.numel() for p in tf.AutoModelForCausalLM.from_config(mc).parameters())
+    try:
+        with torch.device('meta'): n = sum(p.numel() for p in tf.AutoModelForCausalLM.from_config(mc).parameters())
+    except Exception: return None  # an architecture that cannot be built on the meta device (custom code): its loading will say more
     return n, mc
 
 def memory_needed(cfg:Config, n:int, mc) -> dict:
-    "A lower bound on the bytes a run holds at once on this machine, by part: weights, gradients and AdamW's state, the searchers' copies, a generate call's KV cache, a micro-batch's logits"
+    "The bytes a run holds at once on this machine, by part, counting only what it cannot do without (weights, gradients and AdamW's state, the searchers' copies; a generate call's KV cache and a micro-batch's logits for completions of max_new_tokens)"
     w, s = (2 if cfg.precision == 'bf16' else 4), (2 if cfg.searcher_dtype == 'bfloat16' else 4)
     trained = 0 if cfg.lora else n  # LoRA's adapters: small beside the model
     here = cfg.placement_name != 'ray' and cfg.engine == 'hf'  # searchers on this machine, sized here
@@ -77,7 +79,7 @@ def memory_needed(cfg:Config, n:int, mc) -> dict:
             'its reference copy': n * w if cfg.ref_on == 'trainer' or cfg.ref_reset_every else 0,
             f'the searchers\' copies ({cfg.searchers})': cfg.searchers * n * s if here else 0,
             "the searchers' KV caches": cfg.searchers * rows * cfg.max_new_tokens * layers * 2 * heads * (mc.hidden_size // mc.num_attention_heads) * s if here else 0,
-            "a micro-batch's logits": cfg.micro_batch_rows * cfg.max_new_tokens * mc.vocab_size * 4}
+            "a micro-batch's logits": min(cfg.micro_batch_rows, cfg.prompts_per_step * cfg.k) * cfg.max_new_tokens * mc.vocab_size * 4}
 
 def check_memory(cfg:Config):
     "Refuse a run whose memory, bounded from below before any model loads, passes what this machine lets it use, naming the fields that lower it"
@@ -85,7 +87,7 @@ def check_memory(cfg:Config):
     need, (have, where) = memory_needed(cfg, *shape), visible_memory()
     if sum(need.values()) > have:
         parts = ', '.join(f"{k} {v / 2 ** 30:.1f}" for k, v in sorted(need.items(), key=lambda kv: -kv[1]) if v)
-        raise ValueError(f"config field 'model': this run needs at least {sum(need.values()) / 2 ** 30:.1f} GiB ({parts} GiB; {shape[0] / 1e6:.0f}M "
+        raise ValueError(f"config field 'model': this run needs about {sum(need.values()) / 2 ** 30:.1f} GiB or more ({parts} GiB; {shape[0] / 1e6:.0f}M "
                          f"parameters), more than the {have / 2 ** 30:.1f} GiB {where} allows: lower searchers, micro_batch_rows or max_new_tokens, "
                          "train LoRA adapters (lora), use precision bf16, or a smaller model")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .config import Config, absolute_paths
+from .config import Config, absolute_path_fields
 from .models import require
 from .tasks import RewardMark
 
@@ -118,8 +118,9 @@ def ended_in_reward(folder:Path) -> str|None:
     with contextlib.suppress(OSError):
         for line in (Path(folder) / 'metrics.jsonl').read_text().splitlines():
             with contextlib.suppress(ValueError): steps.append(json.loads(line).get('train/step', steps[-1]))
-    return (f"the last run in {str(folder)!r} ended inside the reward function {name!r} after step {steps[-1]}, without a message: "
-            "a reward that exits the process (os._exit, or a library that calls it) ends the run; make it return, or raise (the batch is skipped)")
+    return (f"the last run in {str(folder)!r} ended inside the reward function {name!r} after step {steps[-1]}, without a message: the reward "
+            "(or a library it calls) exited the process (os._exit), or the process was killed (SIGKILL, out of memory). A reward that "
+            "exits ends the run: make it return, or raise (the batch is skipped)")
 
 # %% ../nbs/09a_checkpoints.ipynb #ee7356b3
 def find_checkpoint(path:str|Path) -> Path:
@@ -236,17 +237,26 @@ def resume_config(cfg:Config, resume:str|Path) -> Config:
     "`cfg` for continuing the run in `resume`: out_dir is that run's folder; fields fixed by the checkpoint must agree"
     check_not_live(resume)
     ck = find_checkpoint(resume)
-    saved = saved_config(ck)
-    saved = absolute_paths(saved)  # as the run made them when it started
-    if note := ended_in_reward(ck.parent.parent): _log.warning(note)
-    if (done := checkpoint_step(ck)) is not None and cfg.steps <= done:
+    folder = ck.parent.parent if ck.parent.name == 'checkpoints' else None  # None: a bare checkpoint, continued in the config's folder
+    saved = absolute_path_fields(saved_config(ck))  # as the run made them when it started
+    if folder and (note := ended_in_reward(folder)): _log.warning(note)
+    if (done := checkpoint_step(ck)) is not None and (cfg.steps < done or (cfg.steps == done and folder and (folder / 'summary.json').exists())):
         raise ValueError(f"config field 'steps': {ck} is at step {done}, and steps is {cfg.steps}, so nothing would be trained: "
-                         f"give the step to train up to (e.g. --steps={2 * done}); nothing was written")
+                         f"give the step to train up to (e.g. --steps={2 * done}); nothing was written")  # at step == steps without a summary: its last evaluation is run
     for f in FIXED_ON_RESUME:
         if f in saved and saved[f] != getattr(cfg, f):
+            if _moved(saved[f], getattr(cfg, f)):
+                _log.warning(f"config field {f!r}: {saved[f]!r}, which the run started from, is gone; continuing with {getattr(cfg, f)!r} (the same files moved)")
+                continue
             raise ValueError(f"config field {f!r} cannot change on resume ({saved[f]!r} in {ck}, {getattr(cfg, f)!r} given): "
                              "start a new run (another out_dir) to change it; nothing was written")
-    return cfg.replace(out_dir=str(ck.parent.parent) if ck.parent.name == 'checkpoints' else cfg.out_dir)  # a bare checkpoint: the config's folder
+    return cfg.replace(out_dir=str(folder) if folder else cfg.out_dir)
+
+def _moved(saved, given) -> bool:
+    "Whether a local path the run started from (a model folder, a 'file.py:Name') no longer exists and `given` names one that does (for a file: the same Name)"
+    if not (isinstance(saved, str) and isinstance(given, str)): return False
+    (s, sa), (g, ga) = ((v.rpartition(':')[0], v.rpartition(':')[2]) if ':' in v else (v, '') for v in (saved, given))  # 'file.py:Name' or a folder
+    return os.path.isabs(s) and not os.path.exists(s) and os.path.exists(g) and sa == ga
 
 # %% ../nbs/09a_checkpoints.ipynb #setasidecode
 def set_aside(out:Path) -> Path:

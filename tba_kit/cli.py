@@ -160,21 +160,25 @@ def _evaluate(cfg:Config, weights:Path|None, ck:Path|None, limit:int|None, out:s
 
 # %% ../nbs/11_cli.ipynb #273139a5
 def run_interruptible(coro):
-    "Run `coro` to completion; the first SIGINT / SIGTERM / SIGHUP (the terminal closed) cancels it (the run checkpoints), a second one exits at once"
+    """Run `coro` to completion; the first SIGINT / SIGTERM / SIGHUP (the terminal closed) cancels it (the run checkpoints), a second
+    SIGINT or SIGTERM exits at once. SIGHUP is left alone where it is ignored (`nohup`): such a run outlives its terminal"""
+    from tba_kit.tasks import RewardMark
     loop = asyncio.new_event_loop()
     task, hits = loop.create_task(coro), []
     def interrupt(sig):  # acts first, then says so: a dead terminal or pipe on stderr must not stop it
+        if hits and sig == signal.SIGHUP: return  # a closed session may send it twice
         hits.append(sig)
         if len(hits) == 1:
             task.cancel()
             _say(f"{sig.name}: finishing the current step and writing a checkpoint (Ctrl-C again to exit at once)")
         else:
-            _say("exiting at once, without a checkpoint"); os._exit(130)
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+            _say("exiting at once, without a checkpoint"); RewardMark.clear(); os._exit(130)
+    sigs = [s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) is not signal.SIG_IGN]
+    before = {s: signal.getsignal(s) for s in sigs}
     for s in sigs: loop.add_signal_handler(s, interrupt, s)
     try: return loop.run_until_complete(task)
     finally:
-        for s in sigs: loop.remove_signal_handler(s)
+        for s in sigs: loop.remove_signal_handler(s); signal.signal(s, before[s])
         loop.run_until_complete(loop.shutdown_asyncgens()); loop.close()
 
 # %% ../nbs/11_cli.ipynb #a033261a

@@ -13,7 +13,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given', 'absolute_paths']
+__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given', 'absolute_path_fields']
 
 # %% ../nbs/09_config.ipynb #6a6367b8
 LOGGERS = ('tensorboard', 'wandb')
@@ -428,13 +428,14 @@ def _check_type(name, value, hint):
 @patch
 def absolute_paths(self:Config) -> Config:
     "This config with the paths it names made absolute (out_dir; model, task and objective where they name a local folder or file), so a run finds them wherever its code later changes the working folder"
-    return self.replace(**absolute_paths(self.to_dict()))
+    return self.replace(**absolute_path_fields(self.to_dict()))
 
-def absolute_paths(d:dict) -> dict:
-    "`d`'s (a config's fields) out_dir and local paths absolute; hub names, built-ins and module names as they are"
+def absolute_path_fields(d:dict) -> dict:
+    "`d`'s (a config's fields) out_dir and local paths absolute; hub names, built-in names and module names as they are"
     out = {'out_dir': os.path.abspath(os.path.expanduser(d['out_dir']))} if 'out_dir' in d else {}
-    if (m := os.path.expanduser(str(d.get('model', '')))) and os.path.exists(m): out['model'] = os.path.abspath(m)
-    for name in ('task', 'objective'):
+    m = os.path.expanduser(str(d.get('model', '')))
+    if m and m not in ('tiny', Config.model) and os.path.exists(m): out['model'] = os.path.abspath(m)  # a built-in's name stays one
+    for name in ('task', 'objective', 'sampler', 'engine', 'weight_channel'):  # 'file.py:Name' of your own
         mod, colon, attr = str(d.get(name, '')).rpartition(':')
         if colon and (mod.endswith('.py') or os.sep in mod): out[name] = f"{os.path.abspath(os.path.expanduser(mod))}:{attr}"
     return d | out

@@ -76,11 +76,12 @@ def generate_completions(
     top_p:float=1.0,
     top_k:int=0,  # 0: no top-k filtering
     greedy:bool=False,  # argmax decoding (evaluation)
-    batch_size:int=64,  # rows per generate call (whole prompts; k rows each)
+    batch_size:int=64,  # rows per generate call: whole prompts of k rows each, or batch_size rows of one prompt where k is larger
     progress=None,  # called with (prompts done, prompts in all) before the first generate call and after each
 ) -> list:  # per prompt, k (completion ids [T], logprobs [T]) pairs
     "Sample `k` completions per prompt; each with its per-token log-probs (tempered by `logprob_temperature`)"
     if k > batch_size:  # a prompt's k rows in calls of batch_size rows, so memory holds batch_size rows whatever k is
+        if progress is not None: progress(0, len(prompt_ids))
         out = [[] for _ in prompt_ids]
         for s in range(0, k, batch_size):
             part = generate_completions(model, tokenizer, prompt_ids, min(batch_size, k - s), max_new_tokens, temperature, logprob_temperature,

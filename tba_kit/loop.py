@@ -316,7 +316,7 @@ def divergence_advice(self:Run) -> str:
     likely = [f"lr {cfg.lr:g}"] + [f"{n} {getattr(cfg, n)}" for n in ('weight_decay', 'log_z_lr', 'gamma', 'max_grad_norm') if getattr(cfg, n) != _default(n)]
     last = newest_checkpoint(self.out)
     then = (f"its last checkpoint, {last}, is kept: continue from it with a safer value, e.g. tba train --resume {self.out} --lr={cfg.lr / 10:g}"
-            if last else f"no checkpoint was written before it (checkpoint_every: {cfg.checkpoint_every}): start again with a safer value")
+            if last else f"no checkpoint was written before it (checkpoint_every: {cfg.checkpoint_every or 0}): start again with a safer value")
     return f"the likely cause is among {', '.join(likely)} (lr, and the settings changed from their defaults). These weights are not checkpointed; {then}"
 
 # %% ../nbs/10_loop.ipynb #e1020dd3

@@ -114,7 +114,7 @@ def check_model_path(model:str):
     from tba_kit.models import DEFAULT_MODEL
     p = Path(model).expanduser()
     if not p.exists() and (near := next((b for b in ('tiny', DEFAULT_MODEL) if b != model and (model.lower() == b or _one_edit(model, b))), None)):
-        raise ValueError(f"config field 'model': {model!r} is no folder here, and one letter from the built-in {near!r}: did you mean {near!r}? "
+        raise ValueError(f"config field 'model': {model!r} is no folder here, and a typo of the built-in {near!r}: did you mean {near!r}? "
                          "(a hub name is looked up only when it is no built-in's typo)")
     if (model.startswith(('/', '.', '~')) or (len(p.parts) > 1 and Path(p.parts[0]).is_dir())) and not p.exists():
         raise ValueError(f"config field 'model': {model!r} does not exist; give an existing model folder, a hub name, or 'tiny'")
@@ -165,8 +165,8 @@ def check_writable(out:Path, name:str='out_dir'):
     if not (p.is_dir() and os.access(p, os.W_OK | os.X_OK)):
         raise ValueError(f"{field_}: {str(out)!r} cannot be written ({str(p)!r} is not a writable folder); choose another {name}")
     if (free := shutil.disk_usage(p).free) < MIN_FREE:
-        raise OSError(errno.ENOSPC, f"{field_}: the disk holding {str(p)!r} is full ({free / 2 ** 20:.1f} MiB free, and a run needs "
-                      f"{MIN_FREE // 2 ** 20} MiB or more for its records and checkpoints): free space there, or choose another {name}")
+        raise OSError(errno.ENOSPC, f"{field_}: the disk holding {str(p)!r} is full ({free / 2 ** 20:.1f} MiB free, and writing there "
+                      f"takes {MIN_FREE // 2 ** 20} MiB or more): free space there, or choose another {name}")
 
 MIN_FREE = 2 ** 26  # bytes a run's folder needs free at start: its records, and a checkpoint of the smallest models
 

@@ -6,7 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/tasks.html.md"""
 
 # %% ../nbs/06_tasks.ipynb #9395e207
 from __future__ import annotations
-import asyncio, collections, contextlib, inspect, json, math, os, random, re, threading, traceback
+import asyncio, collections, contextlib, inspect, json, math, random, re, threading, traceback
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
@@ -124,7 +124,7 @@ async def _settle(call:asyncio.Future, name:str, timeout:float|None):
 
 # %% ../nbs/06_tasks.ipynb #rewardmark
 class RewardMark:
-    "While a reward function runs in this process, the file `path` (once a run sets it) exists and names the function: a process that ends inside one (`os._exit`, a crash in a library) leaves it behind, for the next resume or evaluation to report"
+    "While a reward function runs in this process, the file `path` (once a run sets it) exists and names the function: a process that ends inside one (`os._exit`, a crash in a library, a kill) leaves it behind, for the next resume to report"
     path = None  # a Path, or None: nothing is marked
     file = 'reward_running.json'  # its name in a run's folder
     _busy, _lock = 0, threading.Lock()  # reward calls running now (several searchers score at once)
@@ -132,14 +132,25 @@ class RewardMark:
     @classmethod
     @contextlib.contextmanager
     def inside(cls, name:str):
-        with cls._lock:
-            cls._busy += 1
-            if cls._busy == 1 and cls.path is not None: cls.path.write_text(json.dumps({'reward': name, 'pid': os.getpid()}))
+        cls._count(+1, name)
         try: yield
-        finally:
-            with cls._lock:
-                cls._busy -= 1
-                if cls._busy == 0 and cls.path is not None: cls.path.unlink(missing_ok=True)
+        finally: cls._count(-1, name)
+
+    @classmethod
+    def _count(cls, step:int, name:str):
+        with cls._lock:
+            cls._busy += step
+            if cls.path is None or cls._busy != (step > 0): return  # the first call in, the last out
+            with contextlib.suppress(OSError):  # a mark that cannot be written is no reason to fail the reward
+                if step > 0: cls.path.write_text(json.dumps({'reward': name}))
+                else: cls.path.unlink(missing_ok=True)
+
+    @classmethod
+    def clear(cls):
+        "Stop marking, and remove the mark (an exit on purpose, not inside a reward)"
+        path, cls.path = cls.path, None
+        if path is not None:
+            with contextlib.suppress(OSError): path.unlink(missing_ok=True)
 
 # %% ../nbs/06_tasks.ipynb #92435a2e
 async def score(

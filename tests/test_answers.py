@@ -20,7 +20,7 @@ def test_sampled_answers_follow_the_exact_distribution():
                {'divisor': 1, 'lo': 1, 'hi': 12})
     exact = answer_distributions(model, model, tok, task, [p], beta=0.05).rows[0]
     n = 256
-    (samples,) = generate_completions(model, tok, encode_prompts(tok, [p.messages]), k=n, max_new_tokens=5, batch_size=1)
+    (samples,) = generate_completions(model, tok, encode_prompts(tok, [p.messages]), k=n, max_new_tokens=5, batch_size=n)
     got = [leading_number(tok.decode(ids, skip_special_tokens=True)) for ids, _ in samples]
     counts = torch.tensor([sum(a == g for g in got) for a in exact.answers] + [sum(g not in exact.answers for g in got)], dtype=torch.float64)
     expected = n * exact.policy  # [A + 1]

@@ -573,9 +573,10 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_keeps_the_checkpoints_b
     from tba_kit.loop import run
     asyncio.run(run(task='t_vowels', steps=2, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path / 'run'), **TINY))
     before = sorted(p.name for p in (tmp_path / 'run' / 'checkpoints').iterdir())
-    def full(*a, **k): raise RuntimeError('enforce fail at inline_container.cc:778 . unexpected pos 1216 vs 1114')  # torch's words for it
+    def full(*a, **k):  # the disk fills while the checkpoint is written (a full disk at start is refused at start)
+        monkeypatch.setattr(C.shutil, 'disk_usage', lambda p: type('Usage', (), {'free': 4096})())
+        raise RuntimeError('enforce fail at inline_container.cc:778 . unexpected pos 1216 vs 1114')  # torch's words for it
     monkeypatch.setattr(st, 'save_model', full)
-    monkeypatch.setattr(C.shutil, 'disk_usage', lambda p: type('Usage', (), {'free': 4096})())
     with pytest.raises(OSError, match="could not be written: the disk holding .* is full .* unexpected pos"):
         asyncio.run(run(task='t_vowels', steps=3, mode='sync', placement='inline', eval=False, out_dir=str(tmp_path / 'run'), resume=tmp_path / 'run', **TINY))
     assert sorted(p.name for p in (tmp_path / 'run' / 'checkpoints').iterdir()) == before  # no half-written folder, nothing pruned
@@ -686,6 +687,18 @@ def test_a_closed_terminal_checkpoints_as_sigterm_does(tmp_path):
         if p.poll() is None: p.kill()
     assert p.returncode == 130 and 'SIGHUP: finishing the current step and writing a checkpoint' in err, err[-3000:]
     assert find_checkpoint(out).name == f'step_{max(steps_of(out)):06d}'
+    out = tmp_path / 'nohup'  # started by nohup (SIGHUP ignored): it outlives its terminal
+    p = subprocess.Popen([sys.executable, '-m', 'tba_kit.cli', 'train', *TINY_CLI, '--steps=100000', f'--out_dir={out}'], cwd=ROOT, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        wait_for_steps(out, 2, p)
+        p.send_signal(signal.SIGHUP)
+        wait_for_steps(out, max(steps_of(out)) + 2, p)  # still training
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None: p.kill()
+    assert p.returncode == 130 and 'SIGHUP' not in err and 'SIGTERM: finishing' in err, err[-3000:]
 
 
 @pytest.mark.process
@@ -698,6 +711,10 @@ def test_what_a_user_types_by_mistake_is_named_with_the_fix(tmp_path):
     for steps in (2, 1):
         r = train('--resume', str(out), f'--steps={steps}')
         assert r.returncode == 2 and f"is at step 2, and steps is {steps}, so nothing would be trained" in r.stderr, r.stderr[-2000:]
+    unfinished = tmp_path / 'unfinished'  # stopped in its last evaluation: at step == steps, without its summary
+    shutil.copytree(out, unfinished); (unfinished / 'summary.json').unlink()
+    r = train('--resume', str(unfinished), '--steps=2', '--no-progress')
+    assert r.returncode == 0 and (unfinished / 'summary.json').exists() and steps_of(unfinished) == [1, 2], r.stderr[-2000:]
     r = train(str(out))
     assert r.returncode == 2 and f"is a folder, not a config file: to continue the run in it, tba train --resume {out}" in r.stderr, r.stderr[-2000:]
     assert {p: p.read_bytes() for p in out.rglob('*') if p.is_file() and p.name != '.lock'} == files  # nothing written
@@ -746,7 +763,31 @@ def test_a_run_that_cannot_fit_in_memory_is_refused_before_any_model_loads(tmp_p
     monkeypatch.setattr(B, 'make_policy', lambda cfg: pytest.fail('a model was loaded'))
     monkeypatch.setattr(B, 'visible_memory', lambda: (6 * 2 ** 30, "a test's limit"))
     B.check_memory(Config.load(ROOT / 'configs' / 'quickstart.yaml').resolve_precision()[0])  # the main job fits in 6 GiB (about 2.5 GiB)
-    with pytest.raises(ValueError, match=r"config field 'model': this run needs at least 8\.\d GiB \(the searchers' copies \(12\) 6\.0, the trainer "
+    with pytest.raises(ValueError, match=r"config field 'model': this run needs about 8\.\d GiB or more \(the searchers' copies \(12\) 6\.0, the trainer "
                                          r"\(weights, gradients, AdamW\) 2\.0.* 135M parameters\), more than the 6\.0 GiB a test's limit allows: lower searchers"):
         asyncio.run(L.run(ROOT / 'configs' / 'quickstart.yaml', progress=False, searchers=12, searcher_dtype='float32', out_dir=str(tmp_path / 'r')))
     assert not (tmp_path / 'r').exists()
+
+
+def test_checkpoints_with_trainer_ranks_are_on_unless_turned_off(monkeypatch, capsys):
+    "Before: an explicit checkpoint_every 0 with trainer ranks was replaced by 25 without a word of it being the user's; now null means 25, 0 is kept and its cost said"
+    import tba_kit.build as B
+    from tba_kit.config import Config
+    monkeypatch.setattr(B, 'start_ranks', lambda cfg, *a, **k: 'the ranks')
+    kw = dict(model=None, objective=None, kl=None, pad_id=0)
+    assert B.make_trainer(Config(trainer_procs=2), **kw)[0].checkpoint_every == B.RANKS_CHECKPOINT_EVERY == 25
+    assert B.make_trainer(Config(trainer_procs=2, checkpoint_every=0), **kw)[0].checkpoint_every == 0
+    assert "trainer ranks with checkpoint_every 0: a rank's fault loses every step" in capsys.readouterr().err
+    assert B.make_trainer(Config(trainer_procs=2, checkpoint_every=7), **kw)[0].checkpoint_every == 7
+
+
+def test_a_moved_model_folder_or_task_file_is_accepted_on_resume(tmp_path):
+    "Paths are saved absolute: a model folder or task file that moved is accepted in its new place (same name), a different one is not"
+    from tba_kit.checkpoints import _moved
+    (tmp_path / 'new' / 'model').mkdir(parents=True); (tmp_path / 'new' / 't.py').write_text('')
+    gone = str(tmp_path / 'old' / 'model')
+    assert _moved(gone, str(tmp_path / 'new' / 'model'))
+    assert _moved(f"{tmp_path / 'old' / 't.py'}:make", f"{tmp_path / 'new' / 't.py'}:make")
+    assert not _moved(f"{tmp_path / 'old' / 't.py'}:make", f"{tmp_path / 'new' / 't.py'}:other")  # another factory
+    assert not _moved(str(tmp_path / 'new' / 'model'), str(tmp_path / 'new' / 't.py'))  # the saved one still exists: a change
+    assert not _moved('tiny', str(tmp_path / 'new' / 'model'))
