@@ -255,7 +255,7 @@ def resume_config(cfg:Config, resume:str|Path) -> Config:
 def _moved(saved, given) -> bool:
     "Whether a local path the run started from (a model folder, a 'file.py:Name') no longer exists and `given` names one that does (for a file: the same Name)"
     if not (isinstance(saved, str) and isinstance(given, str)): return False
-    (s, sa), (g, ga) = ((v.rpartition(':')[0], v.rpartition(':')[2]) if ':' in v else (v, '') for v in (saved, given))  # 'file.py:Name' or a folder
+    (s, sa), (g, ga) = (v.rpartition(':')[::2] if ':' in v else (v, '') for v in (saved, given))  # 'file.py:Name' or a folder
     return os.path.isabs(s) and not os.path.exists(s) and os.path.exists(g) and sa == ga
 
 # %% ../nbs/09a_checkpoints.ipynb #setasidecode

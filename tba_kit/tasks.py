@@ -140,7 +140,8 @@ class RewardMark:
     def _count(cls, step:int, name:str):
         with cls._lock:
             cls._busy += step
-            if cls.path is None or cls._busy != (step > 0): return  # the first call in, the last out
+            edge = cls._busy == 1 if step > 0 else cls._busy == 0  # the first call in, or the last out
+            if cls.path is None or not edge: return
             with contextlib.suppress(OSError):  # a mark that cannot be written is no reason to fail the reward
                 if step > 0: cls.path.write_text(json.dumps({'reward': name}))
                 else: cls.path.unlink(missing_ok=True)
