@@ -144,7 +144,7 @@ def test_off_policy_smoke(tmp_path):
         assert set(arms) == {'on', 'lag2', 'lag3', 'async'} and arms['on']['gap'] == 0
         assert arms['on']['kl'][0] < 1e-12 < min(arms[a]['kl'][0] for a in ('lag2', 'lag3')), arms  # fp32 on both sides: only stale weights move it (~1e-7 at lr 1e-5)
         if max(stale('async')) == 0: assert arms['async']['kl'][0] == 0, arms['async']  # fresh data only (timing): exactly the trainer's policy
-        else: assert arms['async']['kl'][0] >= 0, arms['async']  # stale data reads 0 too where the updates between were zero (every reward in a group alike)
+        else: assert arms['async']['kl'][0] > -1e-6, arms['async']  # k3 >= 0 up to fp32 rounding; stale data reads 0 too where the updates between were zero (a group's rewards alike)
         assert all(len(arm['kl']) == 3 for arm in arms.values())
         by = res[obj]['kl_by_staleness']  # the sync arms' batches by versions behind: lag2 0, 1, 0, 1 and lag3 0, 1, 2, 0, 1, 2
         assert {s: v[3] for s, v in by.items()} == {0: 4, 1: 4, 2: 2} and by[0][0] < 1e-12 < by[1][0], by
