@@ -121,7 +121,7 @@ def trained(self:SearchPool, rows:int):
 # %% ../nbs/09e_pool.ipynb #d3fda654
 @patch
 def metrics(self:SearchPool) -> dict:
-    "Searcher metrics since the last call: throughput summed over searchers (they run side by side), calls, unscored, held seconds"
+    "Searcher metrics since the last call: throughput summed over searchers (they run side by side), calls, unscored, seconds scoring and held"
     st, self.stats = self.stats, []
     held = {}
     if self.cfg.search_ratio is not None: held, self.held = {'search/held_seconds': self.held}, 0.
@@ -134,6 +134,8 @@ def metrics(self:SearchPool) -> dict:
            'search/completions': sum(m['search/completions'] for _, m in st), 'search/unscored': sum(m['search/unscored'] for _, m in st), **held}
     loads = [m['sync/load_seconds'] for _, m in st if 'sync/load_seconds' in m]
     if loads: out['sync/load_seconds'] = max(loads)
+    scoring = [m['search/reward_seconds'] for _, m in st if 'search/reward_seconds' in m]
+    if scoring: out['search/reward_seconds'] = sum(scoring)  # the searches' scoring, where it ran (here or in their workers)
     probes = [(m['sync/precision_kl'], m['sync/precision_version']) for _, m in st if 'sync/precision_kl' in m]
     if probes: out['sync/precision_kl'], out['sync/precision_version'] = max(probes)  # the searcher furthest from the trainer
     temps = [m['search/temperature'] for _, m in st if 'search/temperature' in m]

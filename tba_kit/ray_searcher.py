@@ -14,10 +14,9 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 
-from .searchers import Placement, SearcherError, SearcherLost, config_error, unpack_group
-from .workers import ProcessSearcher, worker_generator, worker_kwargs
+from .searchers import Placement, SearcherError, SearcherLost, config_error
+from .workers import ProcessSearcher, Scorer, worker_generator, worker_kwargs
 from .weights import WeightChannel, WeightHandle, flat_source, buffer_view, fill_flat, flat_layout
-from .tasks import RewardError, make_task, score
 
 # %% auto #0
 __all__ = ['RAY_INSTALL', 'PREFETCH_BYTES', 'import_ray', 'reap_with_this_process', 'connect', 'RayHandle', 'RayChannel',
@@ -130,21 +129,18 @@ class SearchActor:
     "A Ray actor around a searcher worker's generator; with `spec['score']` it also scores its completions with its own copy of the task"
     def __init__(self, spec:dict):
         reset_niceness('searcher actor')
-        self.gen, sc = worker_generator(spec), spec.get('score')  # `spec['nice']` (searcher_nice) added from 0, as for process searchers
-        self.task, self.reward_timeout = (make_task(sc['task'], **sc['task_args']), sc['timeout']) if sc else (None, None)
+        self.gen = worker_generator(spec)  # `spec['nice']` (searcher_nice) added from 0, as for process searchers
+        self.scorer = Scorer(spec['score']) if spec.get('score') else None
 
     def where(self) -> dict:
         return dict(node=import_ray().get_runtime_context().get_node_id(), pid=os.getpid(), host=socket.gethostname(), nice=os.getpriority(os.PRIO_PROCESS, 0))
 
     def search(self, messages, k, loads, seed, prompts=None):
-        "(version, [Rollouts], load seconds, None or the reward error); `prompts`: the `Prompt`s to score the completions of"
+        "(version, [Rollouts], load seconds, None or the reward's error, seconds scoring), as a searcher process answers; `prompts`: the `Prompt`s to score"
         version, records, load_s = self.gen.run_packed(messages, k, loads, seed)
-        if self.task is None or prompts is None: return version, records, load_s, None
-        flat = [(p, c.text, c.ids.tolist()) for p, r in zip(prompts, records) for c in unpack_group(r)]
-        try: rewards = asyncio.run(score(self.task.reward, *map(list, zip(*flat)), self.reward_timeout)) if flat else []
-        except RewardError as e: return version, records, load_s, str(e)
-        it = iter(np.nan if x is None else x for x in rewards)
-        return version, [r._replace(rewards=np.array([next(it) for _ in r.texts], np.float64)) for r in records], load_s, None
+        if self.scorer is None or prompts is None: return version, records, load_s, None, 0.
+        records, error, reward_s = self.scorer(prompts, records)
+        return version, records, load_s, error, reward_s
     def prefetch(self, handles:list) -> float:  # runs beside a search (the actor has two threads): the transfer overlaps generation
         t = time.perf_counter()
         import_ray().wait([h.ref for h in handles], num_returns=len(handles), fetch_local=True, timeout=600)
@@ -158,10 +154,8 @@ class RaySearcher(ProcessSearcher):
                  gpus:float=0.,  # GPUs the actor reserves
                  resources:dict|None=None,  # custom resources it reserves (to put it on some kind of node)
                  address:str|None=None,  # cluster to join if this process is not connected yet (see `connect`)
-                 score:dict|None=None,  # {'task': name, 'task_args': {...}, 'timeout': seconds}: the actor scores with its own task
                  **kw):  # `ProcessSearcher`'s arguments
         super().__init__(*args, **kw)
-        self.spec['score'], self._prompts, self._rewards = score, None, None
         self.options = dict(num_cpus=cpus, num_gpus=gpus, resources=dict(resources or {}), max_restarts=0, max_concurrency=2)
         self.address, self.actor, self.where, self.nodes = address, None, {}, []  # where it runs now; every node it ran on
         self._prefetch = None  # the latest prefetch call
@@ -210,29 +204,12 @@ async def load_weights(self:RaySearcher, handle:WeightHandle, reset_ref:bool=Fal
     self._pending.add(handle, reset_ref)
     if self.actor is not None and handle.nbytes >= PREFETCH_BYTES: self._prefetch = self.actor.prefetch.remote([handle])  # awaitable: its seconds
 
-# %% ../nbs/07d_ray.ipynb #a2f12c91
-@patch
-async def search(self:RaySearcher, prompts, k):
-    self._prompts = list(prompts)  # for the actor to score with (its task's reward reads the prompts' fields)
-    return await ProcessSearcher.search(self, prompts, k)
-
 # %% ../nbs/07d_ray.ipynb #257cc986
 @patch
 async def _ask(self:RaySearcher, messages, k, loads, seed):
-    scoring = self.spec['score'] is not None
-    out = await self._call(self.actor.search.remote(messages, k, loads, seed, self._prompts if scoring else None), self.timeout, 'search')
-    version, records, load_s, reward_error = out
-    if reward_error is not None: raise RewardError(reward_error)
-    self._rewards = [None if np.isnan(x) else float(x) for r in records for x in r.rewards] if scoring else None
-    return version, records, load_s
-
-# %% ../nbs/07d_ray.ipynb #909d0539
-@patch
-async def _score(self:RaySearcher, prompts, texts, ids) -> list:
-    "The rewards the actor sent, or (no task there) the reward function's here"
-    if self._rewards is None: return await ProcessSearcher._score(self, prompts, texts, ids)
-    rewards, self._rewards = self._rewards, None
-    return rewards
+    "The actor's (version, [Rollouts], load seconds) for one search, scored there where it has the task (`score`)"
+    out = await self._call(self.actor.search.remote(messages, k, loads, seed, self._prompts if self.scores_there else None), self.timeout, 'search')
+    return self._scored(*out)
 
 # %% ../nbs/07d_ray.ipynb #db519165
 @patch
@@ -252,10 +229,7 @@ def has_room(cpus:float, gpus:float=0., resources:dict|None=None) -> bool:
 # %% ../nbs/07d_ray.ipynb #cf08be6d
 def ray_searcher(cfg, task, policy, tokenizer, i:int) -> RaySearcher:
     "Searcher `i` of a run with placement 'ray': the engine's worker side (transformers `generate` for 'hf', a vLLM engine for 'vllm') in an actor"
-    kw = worker_kwargs(cfg, task, i)
-    if not (cfg.task.startswith('<') and cfg.task.endswith('>')):  # a named task (not an object given to run()): scored where generated
-        kw['score'] = dict(task=cfg.task, task_args=cfg.task_args, timeout=cfg.reward_timeout)
-    return RaySearcher(**kw, name=f'ray{i}', cpus=cfg.searcher_cpus, gpus=cfg.searcher_gpus, resources=cfg.searcher_resources, address=cfg.ray_address)
+    return RaySearcher(**worker_kwargs(cfg, task, i), name=f'ray{i}', cpus=cfg.searcher_cpus, gpus=cfg.searcher_gpus, resources=cfg.searcher_resources, address=cfg.ray_address)
 
 # %% ../nbs/07d_ray.ipynb #17675d02
 class RayPlacement(Placement):

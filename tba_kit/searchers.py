@@ -137,22 +137,26 @@ class SearcherBase:
     "A searcher from an engine: subclasses implement `_generate(messages, k) -> (version, [[Completion]] per prompt, sync)` and `load_weights`; sync: None, the seconds a weight load took, or a dict of `sync/` metrics"
     version, name, reward, reward_timeout, restarts = 0, 'searcher', None, None, 0  # reward_timeout: seconds a reward batch may take
     temperature = None  # the sampling temperature (a number or an `Anneal` of the version), reported as search/temperature; None: not reported
+    scores_there = False  # True: the engine's worker scores what it generates (`_score` returns its rewards; `reward` is not called here)
+    reward_seconds_there = 0.  # of the last `_generate`, the seconds the worker spent scoring
     async def start(self): return self  # engines that need starting (a process, a vLLM engine) override it
 
     async def search(self, prompts:Sequence[Prompt], k:int) -> SearchResult:
         "Generate `k` completions per prompt, score them, return the scored trajectories and the search's metrics"
         if k < 1: raise ValueError(f"k (completions per prompt) must be >= 1, got {k}")
-        if self.reward is None: raise ValueError(f"searcher {self.name!r} has no reward function: pass reward=task.reward")
+        if self.reward is None and not self.scores_there: raise ValueError(f"searcher {self.name!r} has no reward function: pass reward=task.reward")
         t0 = time.perf_counter()
         version, groups, sync = await self._generate([p.messages for p in prompts], k)
-        gen_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
         flat = [(p, c) for p, g in zip(prompts, groups) for c in g]
         rewards = await self._score([p for p, _ in flat], [c.text for _, c in flat], [c.ids.tolist() for _, c in flat])
+        reward_s = self.reward_seconds_there + time.perf_counter() - t1
+        gen_s = t1 - t0 - self.reward_seconds_there
         trajs = [Trajectory(p.id, c.prompt_ids, c.ids, c.logprobs, r, version=version, ref_logprob=c.ref_logprob,
                             meta={'text': c.text, 'searcher': self.name}) for (p, c), r in zip(flat, rewards) if r is not None]
         tokens = sum(len(c.ids) for _, c in flat)
         m = {'search/tokens': tokens, 'search/seconds': gen_s, 'search/tokens_per_s': tokens / max(gen_s, 1e-9),
-             'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version}
+             'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version, 'search/reward_seconds': reward_s}
         if self.temperature is not None: m['search/temperature'] = temperature_at(self.temperature, version)
         m.update(sync if isinstance(sync, dict) else {} if sync is None else {'sync/load_seconds': sync})
         if self.restarts: m['search/restarts'] = self.restarts  # of its worker, so far

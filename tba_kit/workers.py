@@ -7,6 +7,7 @@ Docs: https://tba-kit.github.io/tba_kit/workers.html.md"""
 # %% ../nbs/07a_workers.ipynb #w2
 from __future__ import annotations
 import asyncio, importlib, logging, os, time, traceback
+import numpy as np
 from pathlib import Path
 import multiprocessing as mp
 
@@ -17,12 +18,13 @@ from .core import Registry, proc_state
 from .models import load_model
 from .searchers import (Anneal, Generator, PendingWeights, Placement, SearcherBase, SearcherError, SearcherLost, config_error, engine_of,
     logprob_temperature_of, pack_group, sampling_temperature, unpack_group)
+from .tasks import TASKS, RewardError, make_task, score
 from .weights import WeightHandle
 
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
 
 # %% auto #0
-__all__ = ['worker_generator', 'model_generator', 'ProcessSearcher', 'worker_kwargs', 'Process']
+__all__ = ['worker_generator', 'model_generator', 'Scorer', 'ProcessSearcher', 'worker_kwargs', 'rebuildable', 'Process']
 
 # %% ../nbs/07a_workers.ipynb #37e239a1
 def worker_generator(spec:dict):
@@ -49,6 +51,25 @@ def run_packed(self:Generator, prompts, k, loads, seed:int|None=None):
     version, groups, load_s = self.run(prompts, k, loads)
     return version, [pack_group(g) for g in groups], load_s
 
+# %% ../nbs/07a_workers.ipynb #scorer
+class Scorer:
+    "A worker's own copy of a run's task, scoring the completions it generated; `spec`: {'task': name, 'task_args': {...}, 'timeout': seconds}"
+    def __init__(self, spec:dict): self.task, self.timeout = make_task(spec['task'], **spec['task_args']), spec['timeout']
+
+    @property
+    def name(self) -> str: return getattr(self.task.reward, '__name__', type(self.task.reward).__name__)  # as `score` names it
+
+    def __call__(self, prompts:list, records:list) -> tuple:
+        "(`records` with their rewards, None, seconds), or (`records`, the reward's error message, seconds); `prompts`: the `Prompt` of each record"
+        t, flat = time.perf_counter(), [(p, c.text, c.ids.tolist()) for p, r in zip(prompts, records) for c in unpack_group(r)]
+        try: rewards = asyncio.run(score(self.task.reward, *map(list, zip(*flat)), self.timeout)) if flat else []
+        except RewardError as e: return records, str(e), time.perf_counter() - t
+        it = iter(np.nan if x is None else x for x in rewards)
+        return [r._replace(rewards=np.array([next(it) for _ in r.texts], np.float64)) for r in records], None, time.perf_counter() - t
+
+    def close(self):
+        if hasattr(self.task, 'close'): self.task.close()  # e.g. a red-teaming victim's engine
+
 # %% ../nbs/07a_workers.ipynb #f9fa3a42
 def _ended(pid:int) -> bool:
     "Whether process `pid` has ended, a zombie not yet reaped included (Linux's /proc; elsewhere: not known, so False)"
@@ -57,7 +78,7 @@ def _ended(pid:int) -> bool:
 
 # %% ../nbs/07a_workers.ipynb #08010f5a
 def _worker_main(conn, spec:dict):
-    "Entry point of a searcher process: load the model, then serve requests until 'close' or the parent goes away"
+    "Entry point of a searcher process: load the model (and the task, to score with), then serve requests until 'close' or the parent goes away"
     import shutil, signal, threading
     if threading.current_thread() is threading.main_thread():  # a worker process (the lesson below runs it in a thread)
         for s in (signal.SIGINT, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)  # Ctrl-C or a closed terminal reaches every process: the run stops its searchers itself
@@ -72,7 +93,7 @@ def _worker_main(conn, spec:dict):
         os._exit(0)
     if threading.current_thread() is threading.main_thread(): signal.signal(signal.SIGTERM, orphaned)  # PR_SET_PDEATHSIG's signal, or aclose's
     try:
-        gen = worker_generator(spec)
+        gen, scorer = worker_generator(spec), Scorer(spec['score']) if spec.get('score') else None
         conn.send(('ready', os.getpid()))
     except Exception as e:
         conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc())); return
@@ -81,11 +102,18 @@ def _worker_main(conn, spec:dict):
         except (EOFError, OSError):
             if os.getppid() != parent: orphaned()
             return
-        if msg[0] == 'close': conn.send(('closed',)); return
+        if msg[0] == 'close':
+            if scorer: scorer.close()
+            conn.send(('closed',)); return
         try:
-            _, prompts, k, loads, seed = msg
+            _, messages, k, loads, seed, prompts = msg  # prompts: the `Prompt`s to score (None: the run's process scores)
             folders.update(Path(h.path).parent for h, _ in loads if Path(h.path).parent.name.startswith(f'tba_kit-weights-{parent}-'))
-            conn.send(('ok', gen.run_packed(prompts, k, loads, seed)))
+            version, records, load_s = gen.run_packed(messages, k, loads, seed)
+            error, reward_s = None, 0.
+            if scorer and prompts is not None:
+                conn.send(('scoring', scorer.name))  # from here on, a death or a hang is the reward's
+                records, error, reward_s = scorer(prompts, records)
+            conn.send(('ok', (version, records, load_s, error, reward_s)))
         except Exception as e:
             conn.send(('error', f"{type(e).__name__}: {e}", traceback.format_exc()))
 
@@ -94,7 +122,7 @@ class ProcessSearcher(SearcherBase):
     "A transformers searcher in its own spawned process; start it with `await searcher.start()`"
     def __init__(self,
                  model:str,  # hub name, local folder or 'smollm2-135m-instruct' (loaded by the worker)
-                 reward=None,  # TRL-style reward function, called in this process
+                 reward=None,  # TRL-style reward function, called in this process where `score` is None
                  dtype:str='bfloat16',
                  ref:bool=True,  # compute reference log-probs in the worker (a frozen copy of the starting weights)
                  threads:int=1,  # torch threads of the worker
@@ -108,15 +136,16 @@ class ProcessSearcher(SearcherBase):
                  max_restarts:int=3,  # a worker that dies or hangs is replaced this many times, then the search fails
                  tiny:dict|None=None,  # build `tiny_model(**tiny)` instead of loading `model` (tests)
                  generator:str|None=None,  # 'module:Name': Name(spec) is the worker's generator (has `run_packed`; `Engine.worker`), None: a transformers model's
-                 worker:dict|None=None):  # settings for that generator (spec['worker'])
+                 worker:dict|None=None,  # settings for that generator (spec['worker'])
+                 score:dict|None=None):  # {'task': name, 'task_args': {...}, 'timeout': seconds}: the worker scores with its own copy of that task
         self.reward, self.name, self.timeout, self.start_timeout, self.version = reward, name, timeout, start_timeout, 0
         logprob_temperature_of(temperature, logprob_temperature)  # refuses a moving temperature without a fixed one for log-probs
         self.max_restarts, self.restarts, self.searches = max_restarts, 0, 0
         if not 0 <= nice <= 19: raise ValueError(f"nice must be in 0..19, got {nice}")
-        self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny, generator=generator, worker=worker,
+        self.spec = dict(model=model, dtype=dtype, ref=ref, threads=threads, nice=nice, seed=seed, tiny=tiny, generator=generator, worker=worker, score=score,
                          gen=dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, batch_size=batch_size,
                                   logprob_temperature=logprob_temperature))
-        self.proc = self.conn = None
+        self.proc = self.conn = self._prompts = self._rewards = None  # the prompts of the search under way; the rewards its worker sent
         self._pending, self._lock = PendingWeights(), asyncio.Lock()
 
     async def start(self):
@@ -134,6 +163,9 @@ class ProcessSearcher(SearcherBase):
 
     @property
     def temperature(self) -> float|Anneal: return self.spec['gen']['temperature']
+
+    @property
+    def scores_there(self) -> bool: return self.spec['score'] is not None
 
     def __repr__(self):
         state = 'stopped' if self.proc is None else f"pid {self.proc.pid}"
@@ -156,7 +188,10 @@ async def _recv(self:ProcessSearcher, timeout:float, what:str):
             await asyncio.wait([fut], timeout=min(left, 1.0))  # not wait_for: on 3.11 it can swallow a cancellation
     finally: loop.remove_reader(fd)
     try: return self.conn.recv()
-    except (EOFError, OSError) as e: raise SearcherLost(f"searcher {self.name!r} process went away during {what}") from e
+    except (EOFError, OSError) as e:  # its end of the pipe closed: it is ending
+        await asyncio.to_thread(self.proc.join, 5)
+        gone = 'went away' if self.proc.exitcode is None else f"died (exit code {self.proc.exitcode})"
+        raise SearcherLost(f"searcher {self.name!r} process {gone} during {what}") from e
 
 # %% ../nbs/07a_workers.ipynb #9b4dfeec
 @patch
@@ -183,13 +218,35 @@ async def _search(self:ProcessSearcher, prompts, k):
 
 # %% ../nbs/07a_workers.ipynb #1a9bce71
 @patch
-async def _ask(self:ProcessSearcher, prompts, k, loads, seed):
-    "The worker's (version, [Rollouts], load seconds) for one search"
-    try: self.conn.send(('search', prompts, k, loads, seed))
+async def _ask(self:ProcessSearcher, messages, k, loads, seed):
+    "The worker's (version, [Rollouts], load seconds) for one search; the search, then its scoring, each get `timeout` seconds"
+    try: self.conn.send(('search', messages, k, loads, seed, self._prompts if self.spec['score'] else None))
     except (BrokenPipeError, ConnectionResetError) as e: raise SearcherLost(f"searcher {self.name!r} process went away before a search") from e
-    msg = await self._recv(self.timeout, 'search')
+    what = 'search'
+    while (msg := await self._recv(self.timeout, what))[0] == 'scoring': what = f"search, inside its reward function {msg[1]!r}"
     if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
-    return msg[1]
+    return self._scored(*msg[1])
+
+# %% ../nbs/07a_workers.ipynb #scored
+@patch
+def _scored(self:ProcessSearcher, version, records, load_s, reward_error, reward_s):
+    "A worker's answer: the rewards it sent kept for `_score` (None: it did not score) with its seconds scoring, its reward's error raised"
+    self.reward_seconds_there = reward_s
+    if reward_error is not None: raise RewardError(reward_error)
+    scored = self.scores_there and self._prompts is not None  # (the worker was sent the prompts to score)
+    self._rewards = [None if np.isnan(x) else float(x) for r in records for x in r.rewards] if scored else None
+    return version, records, load_s
+
+@patch
+async def search(self:ProcessSearcher, prompts, k):
+    self._prompts = list(prompts)  # for the worker to score with (a task's reward reads the prompts' fields)
+    try: return await SearcherBase.search(self, prompts, k)
+    finally: self._prompts = self._rewards = None
+
+@patch
+async def _score(self:ProcessSearcher, prompts, texts, ids) -> list:
+    "The rewards the worker sent, or (it has no task) the reward function's here"
+    return self._rewards if self._rewards is not None else await SearcherBase._score(self, prompts, texts, ids)
 
 # %% ../nbs/07a_workers.ipynb #ddb9d9be
 @patch
@@ -225,7 +282,14 @@ def worker_kwargs(cfg, task, i:int) -> dict:
     return dict(model=cfg.model, reward=task.reward, dtype=cfg.searcher_dtype, ref=cfg.ref_on == 'searcher', threads=cfg.searcher_threads,
                 nice=cfg.searcher_nice, seed=cfg.seed + 1000 * (i + 1), timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
                 tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=sampling_temperature(cfg), top_p=cfg.top_p,
-                logprob_temperature=cfg.logprob_temperature) | engine_of(cfg).worker_args(i)  # the engine's worker side and its settings
+                logprob_temperature=cfg.logprob_temperature,
+                score=dict(task=cfg.task, task_args=cfg.task_args, timeout=cfg.reward_timeout) if rebuildable(cfg.task) else None,
+                ) | engine_of(cfg).worker_args(i)  # the engine's worker side and its settings; the task scored there where it can be built there
+
+def rebuildable(task:str) -> bool:
+    "Whether a worker process can build the run's task from its name: an import path ('module:Name', 'file.py:Name') or one of tba_kit's own; not an object given to `run()` or a factory registered in this process"
+    entry = TASKS.entries.get(task, task)
+    return ':' in entry if isinstance(entry, str) else getattr(entry, '__module__', '').startswith('tba_kit.')
 
 # %% ../nbs/07a_workers.ipynb #577c88e6
 class Process(Placement):

@@ -661,10 +661,9 @@ def test_a_reward_that_changes_the_working_folder_moves_nothing(tmp_path, placem
 
 @pytest.mark.slow
 @pytest.mark.process
-@pytest.mark.parametrize('placement', ['inline', 'process'])
-def test_a_reward_that_ends_the_process_is_named_by_the_next_resume(tmp_path, placement):
+def test_a_reward_that_ends_the_process_is_named_by_the_next_resume(tmp_path):
     "Before: a reward calling os._exit(0) ended the run with rc 0 and no word, and nothing afterwards said where it had ended"
-    r = _here(tmp_path, *HERE_CLI, '--task=sandbox_task:make', '--task_args={}', f'--placement={placement}', '--steps=100000',
+    r = _here(tmp_path, *HERE_CLI, '--task=sandbox_task:make', '--task_args={}', '--placement=inline', '--steps=100000',
               '--checkpoint_every=1', '--out_dir=run', env={'EXIT_AT': '12'})
     assert r.returncode == 0 and (tmp_path / 'run' / 'reward_running.json').exists(), r.stderr[-3000:]  # os._exit(0): nothing can say it then
     done = max(steps_of(tmp_path / 'run'), default=0)
@@ -672,6 +671,23 @@ def test_a_reward_that_ends_the_process_is_named_by_the_next_resume(tmp_path, pl
     said = f"ended inside the reward function 'reward' after step {done}, without a message"
     assert r.returncode == 0 and said in r.stderr, r.stderr[-3000:]
     assert not (tmp_path / 'run' / 'reward_running.json').exists()  # said once
+
+
+@pytest.mark.slow
+@pytest.mark.process
+def test_a_reward_that_ends_its_worker_costs_a_restart_not_the_run(tmp_path):
+    """Before: with worker processes the reward still ran in the trainer's process, and os._exit(0) there ended the run after step 2
+    with rc 0 and no word. Now each worker scores with its own copy of the task: the reward ends the worker, the searcher names the
+    reward and replaces the worker, its prompts are searched again, and the run trains on; with no restarts left the run stops naming it"""
+    r = _here(tmp_path, *HERE_CLI, '--task=sandbox_task:make', '--task_args={}', '--placement=process', '--steps=4', '--searcher_restarts=50',
+              '--out_dir=run', env={'EXIT_AT': '2'})  # each worker's second reward call ends it
+    assert r.returncode == 0 and steps_of(tmp_path / 'run') == [1, 2, 3, 4], r.stderr[-3000:]
+    assert "process died (exit code 0) during search, inside its reward function 'reward': restarting it (1 of 50)" in r.stderr, r.stderr[-3000:]
+    assert not (tmp_path / 'run' / 'reward_running.json').exists()  # the trainer's process never ran the reward
+    r = _here(tmp_path, *HERE_CLI, '--task=sandbox_task:make', '--task_args={}', '--placement=process', '--steps=100000', '--searcher_restarts=0',
+              '--out_dir=run0', env={'EXIT_AT': '2'})
+    said = "process died (exit code 0) during search, inside its reward function 'reward'; it was restarted 0 times already (max_restarts): giving up"
+    assert r.returncode != 0 and said in r.stderr, r.stderr[-3000:]
 
 
 @pytest.mark.process
