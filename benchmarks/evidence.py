@@ -39,7 +39,7 @@ def is_record(run) -> bool: return Path(run).suffix == '.json'
 ROW_KEYS = ('step', 'train/step', 'time/seconds', 'time/train_seconds', 'train/step_seconds', 'train/wait_seconds', 'train/generate_seconds',
             'train/rows', 'train/staleness', 'train/lr', 'train/grad_norm', 'reward/mean', 'search/completions', 'buffer/staleness_mean',
             'sample/recent_slots', 'sample/recent_fallback', 'sample/recent_fraction', 'sample/short_groups', 'offpolicy/log_ratio', 'offpolicy/kl',
-            'sync/precision_kl', 'sync/precision_version', 'eval/accuracy', 'eval/sampled_accuracy')  # what a record keeps of each metrics row
+            'sync/precision_kl', 'sync/precision_version', 'is/clipped', 'eval/accuracy', 'eval/sampled_accuracy')  # what a record keeps of each metrics row
 
 
 def rows(run:Path) -> list:

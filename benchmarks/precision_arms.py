@@ -9,6 +9,8 @@ benchmarks/results/<name>_runs/; the report reruns from those.
     python benchmarks/precision_arms.py --seeds 0 1 2 [--arms fp32 bf16 sr mixed] [--name precision_arms]
     python benchmarks/precision_arms.py --seeds 0 1 2 --report [--served]   # records only; --served: score finished runs in bf16 first
     python benchmarks/precision_arms.py --sync_cost   # seconds to publish the default model per searcher precision, side by side
+    python benchmarks/precision_arms.py --seeds 0 1 --arms fp32 bf16 --name precision_arms_grpo_tis --out_root runs/precision_grpo_tis \
+        -- --objective=grpo --is_correction=token_truncate   # the arms under a loss with an IS correction (the share it caps reported)
 """
 import argparse, json, statistics, sys
 from pathlib import Path
@@ -28,8 +30,9 @@ ARMS = {  # name -> (overrides of the main job, what it is)
 SETTINGS = ('precision', 'searcher_dtype', 'searcher_rounding')  # what an arm's config must hold
 
 
-def command(arm:str, seed:int, out:Path, config:str) -> list:
-    return [sys.executable, '-m', 'tba_kit.cli', 'train', config, '--mode=async', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *ARMS[arm][0]]
+def command(arm:str, seed:int, out:Path, config:str, base:list=()) -> list:
+    "An arm's run: the main job, the overrides every arm shares (`base`), the arm's precision"
+    return [sys.executable, '-m', 'tba_kit.cli', 'train', config, '--mode=async', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *base, *ARMS[arm][0]]
 
 
 def served_accuracy(out:Path) -> float:
@@ -64,7 +67,7 @@ def summary(rec:Path) -> dict:
     med = lambda k: statistics.median(v) if (v := [r[k] for r in steps if k in r]) else None
     kept = json.loads(rec.read_text())
     return {'final': float(np.mean(final_correct(rec))), 'final_as_run': ev[-1]['accuracy'], 'steps': ev[-1]['step'], 'offpolicy_kl': med('offpolicy/kl'), 'precision_kl': med('sync/precision_kl'),
-            'searcher_reward_last10': float(np.mean([r['reward/mean'] for r in steps[-10:]])), 'served_bf16': kept.get('served_bf16'),
+            'searcher_reward_last10': float(np.mean([r['reward/mean'] for r in steps[-10:]])), 'served_bf16': kept.get('served_bf16'), 'is_clipped': med('is/clipped'),
             'minutes': kept['wall_seconds'] / 60, 'settings': kept['settings']}
 
 
@@ -94,14 +97,15 @@ def main(a):
         dest.write_text(json.dumps({**provenance(), 'publish_seconds': cost}, indent=1)); return
     records = ROOT / 'benchmarks' / 'results' / f'{a.name}_runs'
     if not a.report:
-        same_job({arm: config_of(command(arm, a.seeds[0], ROOT / 'runs' / 'audit', a.config)) for arm in a.arms}, set(SETTINGS))  # one job, precision apart
+        same_job({arm: config_of(command(arm, a.seeds[0], ROOT / 'runs' / 'audit', a.config, a.base)) for arm in a.arms}, set(SETTINGS))  # one job, precision apart
     for seed in a.seeds:
         for arm in a.arms:
             out, rec = ROOT / a.out_root / arm / f'async_seed{seed}', records / f'{arm}_seed{seed}.json'
             if not a.report and not rec.exists():
-                wall = timed_run(command(arm, seed, out, a.config), out, resume=True)
+                wall = timed_run(command(arm, seed, out, a.config, a.base), out, resume=True)
                 cfg = json.loads((out / 'config.json').read_text())
-                keep_record(out, rec, wall, command=' '.join(command(arm, seed, out, a.config)[2:]), settings={k: cfg.get(k) for k in SETTINGS})
+                keep_record(out, rec, wall, command=' '.join(command(arm, seed, out, a.config, a.base)[2:]),
+                            settings={k: cfg.get(k) for k in (*SETTINGS, 'objective', 'is_correction', 'is_cap')})
             if rec.exists() and (out / 'checkpoints').exists():
                 kept = json.loads(rec.read_text())
                 if a.served and kept.get('served_bf16') is None: kept['served_bf16'] = served_accuracy(out)
@@ -115,15 +119,18 @@ def main(a):
         mid = lambda k: statistics.median(v) if (v := [x[k] for x in runs.values() if x[k] is not None]) else None
         res[arm] = {'what': ARMS[arm][1], 'seeds': len(recs), 'final': seeds_interval(np.array([final_correct(r) for r in recs], float)), 'steps': mid('steps'),
                     'offpolicy_kl': mid('offpolicy_kl'), 'precision_kl': mid('precision_kl'), 'searcher_reward_last10': mid('searcher_reward_last10'),
-                    'served_bf16': mid('served_bf16'), 'served_runs': sum(x['served_bf16'] is not None for x in runs.values()), 'minutes': mid('minutes'), 'runs': runs}
+                    'served_bf16': mid('served_bf16'), 'is_clipped': mid('is_clipped'), 'served_runs': sum(x['served_bf16'] is not None for x in runs.values()), 'minutes': mid('minutes'), 'runs': runs}
     num = lambda v, f: '–' if v is None else f.format(v)
-    print("| arm | seeds | final held-out accuracy | steps | offpolicy/kl | sync/precision_kl | searchers' reward (last 10) | served in bf16 (nearest) |")
-    print("|---|---|---|---|---|---|---|---|")
+    capped = any(r['is_clipped'] is not None for r in res.values())  # an IS correction ran: the share of its weights capped (truncated or masked)
+    if a.base: print(f"every arm with {' '.join(a.base)}")
+    print("| arm | seeds | final held-out accuracy | steps | offpolicy/kl | sync/precision_kl | searchers' reward (last 10) | served in bf16 (nearest) |" + " IS weights capped |" * capped)
+    print("|---|---|---|---|---|---|---|---|" + "---|" * capped)
     for arm, r in res.items():
         print(f"| {arm}: {r['what']} | {r['seeds']} | {interval(r['final'])} | {r['steps']:g} | {num(r['offpolicy_kl'], '{:.3g}')} | "
-              f"{num(r['precision_kl'], '{:.3g}')} | {r['searcher_reward_last10']:.2f} | {num(r['served_bf16'], '{:.1%}')} ({r['served_runs']} of {r['seeds']}) |")
+              f"{num(r['precision_kl'], '{:.3g}')} | {r['searcher_reward_last10']:.2f} | {num(r['served_bf16'], '{:.1%}')} ({r['served_runs']} of {r['seeds']}) |"
+              + f" {num(r['is_clipped'], '{:.1%}')} |" * capped)
     dest = ROOT / 'benchmarks' / 'results' / f'{a.name}.json'
-    dest.write_text(json.dumps({**provenance(), 'config': a.config, 'records': rel(records), 'arms': res}, indent=1))
+    dest.write_text(json.dumps({**provenance(), 'config': a.config, 'base': a.base, 'records': rel(records), 'arms': res}, indent=1))
 
 
 def claims(rec:dict) -> list:
@@ -131,13 +138,13 @@ def claims(rec:dict) -> list:
     if 'publish_seconds' in rec:
         return [{'claim': "seconds to publish SmolLM2-135M to the searchers (shared memory, 2 threads): fp32, bf16 rounded to nearest, bf16 rounded stochastically",
                  'value': ', '.join(f"{s:.3f}" for s in rec['publish_seconds'].values())}]
-    out = []
+    out, job = [], ' '.join(['main job', *rec.get('base', [])])
     for arm, r in rec['arms'].items():
         n = f"{r['seeds']} seed{'s' * (r['seeds'] > 1)}"
-        out.append({'claim': f"main job, {r['what']}: final held-out accuracy at 8 training minutes ({n}, {r['steps']:g} steps)", 'value': interval(r['final'])})
+        out.append({'claim': f"{job}, {r['what']}: final held-out accuracy at 8 training minutes ({n}, {r['steps']:g} steps)", 'value': interval(r['final'])})
         kl = lambda v: '–' if v is None else f"{v:.3g}"
         served = '–' if r['served_bf16'] is None else f"{r['served_bf16']:.1%} ({r['served_runs']} of {r['seeds']} runs)"
-        out.append({'claim': f"main job, {r['what']}: median offpolicy/kl, median probe KL at one version (sync/precision_kl), searchers' reward over the last 10 steps, "
+        out.append({'claim': f"{job}, {r['what']}: median offpolicy/kl, median probe KL at one version (sync/precision_kl), searchers' reward over the last 10 steps, "
                              f"accuracy served in bf16 (medians over {n})",
                     'value': f"{kl(r['offpolicy_kl'])}, {kl(r['precision_kl'])}, {r['searcher_reward_last10']:.2f}, {served}"})
     return out
@@ -154,4 +161,5 @@ if __name__ == '__main__':
     ap.add_argument('--served', action='store_true', help="score each finished run's policy in bf16 (rounded to nearest) where its record lacks it")
     ap.add_argument('--reevaluate', nargs='*', default=[], help="records (e.g. mixed_seed0) whose final checkpoint tba eval scores again, kept beside the run's own evaluation")
     ap.add_argument('--sync_cost', action='store_true', help='measure the seconds of one publish per searcher precision instead')
+    ap.add_argument('base', nargs='*', help="after '--': overrides every arm shares, e.g. -- --objective=grpo --is_correction=token_truncate (give --name too)")
     main(ap.parse_args())
