@@ -1039,6 +1039,6 @@ d = { 'settings': { 'branch': 'main',
                                  'tba_kit.workers._ended': ('workers.html#_ended', 'tba_kit/workers.py'),
                                  'tba_kit.workers._worker_main': ('workers.html#_worker_main', 'tba_kit/workers.py'),
                                  'tba_kit.workers.model_generator': ('workers.html#model_generator', 'tba_kit/workers.py'),
-                                 'tba_kit.workers.rebuildable': ('workers.html#rebuildable', 'tba_kit/workers.py'),
+                                 'tba_kit.workers.task_path': ('workers.html#task_path', 'tba_kit/workers.py'),
                                  'tba_kit.workers.worker_generator': ('workers.html#worker_generator', 'tba_kit/workers.py'),
                                  'tba_kit.workers.worker_kwargs': ('workers.html#worker_kwargs', 'tba_kit/workers.py')}}}

@@ -188,6 +188,7 @@ def red_team_examples(examples:str='all', toxicity=None) -> list:
 class RedTeamTask(PromptTask):
     "Automated red-teaming: the policy writes attacks; reward log toxicity of a victim's answers; ASR and diversity"
     correct = None  # rewards are scores, not right or wrong: evaluation reports no accuracy interval
+    score_in_workers = False  # one victim (a vLLM engine cannot start in a daemon worker) and one scorer, in the run's process
     def __init__(self,
                  victim:Victim,
                  toxicity=None,  # a scorer texts -> [0, 1] (default: the garak lexicon proxy)

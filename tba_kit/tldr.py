@@ -105,6 +105,7 @@ def _load_tldr(source, test_split:str='validation') -> tuple:
 class TLDRTask(PromptTask):
     "TL;DR summarisation: reward-model reward, win rate under a gold reward model, perplexity under the reference"
     correct = None  # rewards are scores, not right or wrong: evaluation reports no accuracy interval
+    score_in_workers = False  # its reward model is loaded once, in the run's process, not in every searcher worker
     def __init__(self,
                  reward_model:str|RewardModel,  # the training reward model (hub name / folder, or a RewardModel)
                  gold_model:str|RewardModel|None=None,  # the evaluation judge (default: the training reward model)

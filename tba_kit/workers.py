@@ -24,7 +24,7 @@ from .weights import WeightHandle
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
 
 # %% auto #0
-__all__ = ['worker_generator', 'model_generator', 'Scorer', 'ProcessSearcher', 'worker_kwargs', 'rebuildable', 'Process']
+__all__ = ['worker_generator', 'model_generator', 'Scorer', 'ProcessSearcher', 'worker_kwargs', 'task_path', 'Process']
 
 # %% ../nbs/07a_workers.ipynb #37e239a1
 def worker_generator(spec:dict):
@@ -222,8 +222,9 @@ async def _ask(self:ProcessSearcher, messages, k, loads, seed):
     "The worker's (version, [Rollouts], load seconds) for one search; the search, then its scoring, each get `timeout` seconds"
     try: self.conn.send(('search', messages, k, loads, seed, self._prompts if self.spec['score'] else None))
     except (BrokenPipeError, ConnectionResetError) as e: raise SearcherLost(f"searcher {self.name!r} process went away before a search") from e
-    what = 'search'
-    while (msg := await self._recv(self.timeout, what))[0] == 'scoring': what = f"search, inside its reward function {msg[1]!r}"
+    what, wait = 'search', self.timeout
+    while (msg := await self._recv(wait, what))[0] == 'scoring':  # the reward has its own limit in the worker; a hang past it ends the worker
+        what, wait = f"search, inside its reward function {msg[1]!r}", max(self.timeout, (self.spec['score'] or {}).get('timeout', 0) + 30)
     if msg[0] == 'error': raise SearcherError(f"searcher {self.name!r} failed: {msg[1]}\n{msg[2]}")
     return self._scored(*msg[1])
 
@@ -283,13 +284,14 @@ def worker_kwargs(cfg, task, i:int) -> dict:
                 nice=cfg.searcher_nice, seed=cfg.seed + 1000 * (i + 1), timeout=cfg.search_timeout, max_restarts=cfg.searcher_restarts,
                 tiny=dict(seed=cfg.seed) if cfg.model == 'tiny' else None, max_new_tokens=cfg.max_new_tokens, temperature=sampling_temperature(cfg), top_p=cfg.top_p,
                 logprob_temperature=cfg.logprob_temperature,
-                score=dict(task=cfg.task, task_args=cfg.task_args, timeout=cfg.reward_timeout) if rebuildable(cfg.task) else None,
+                score=dict(task=path, task_args=cfg.task_args, timeout=cfg.reward_timeout) if getattr(task, 'score_in_workers', True) and (path := task_path(cfg.task)) else None,
                 ) | engine_of(cfg).worker_args(i)  # the engine's worker side and its settings; the task scored there where it can be built there
 
-def rebuildable(task:str) -> bool:
-    "Whether a worker process can build the run's task from its name: an import path ('module:Name', 'file.py:Name') or one of tba_kit's own; not an object given to `run()` or a factory registered in this process"
+def task_path(task:str) -> str|None:
+    "The import path a worker process builds the run's task from: one given ('module:Name', 'file.py:Name') or one of tba_kit's own; None for an object given to `run()` or a factory registered in this process"
     entry = TASKS.entries.get(task, task)
-    return ':' in entry if isinstance(entry, str) else getattr(entry, '__module__', '').startswith('tba_kit.')
+    if isinstance(entry, str): return entry if ':' in entry else None
+    return f"{entry.__module__}:{entry.__qualname__}" if getattr(entry, '__module__', '').startswith('tba_kit.') else None
 
 # %% ../nbs/07a_workers.ipynb #577c88e6
 class Process(Placement):

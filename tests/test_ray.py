@@ -117,7 +117,7 @@ def test_searchers_spread_over_nodes_and_weights_reach_every_node(nodes, tmp_pat
             run.stop()
         await asyncio.gather(run(), stop_once_trained_weights_searched_everywhere())
     asyncio.run(main())
-    assert all(s.spec['score']['task'] == 'arithmetic' for s in run.searchers)  # a named task: each actor scored its completions
+    assert all(s.spec['score']['task'] == 'tba_kit.tasks:ArithmeticTask' for s in run.searchers)  # a named task: each actor scored its completions
     assert len(run.buffer) and all(isinstance(t.reward, float) for t in run.buffer.trajectories())
     where = [s.where['node'] for s in run.searchers]
     assert len(set(where)) == NODES and set(where) == node_ids(nodes)  # one per worker node, none on the head
