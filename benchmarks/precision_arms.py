@@ -105,7 +105,7 @@ def main(a):
                 wall = timed_run(command(arm, seed, out, a.config, a.base), out, resume=True)
                 cfg = json.loads((out / 'config.json').read_text())
                 keep_record(out, rec, wall, command=' '.join(command(arm, seed, out, a.config, a.base)[2:]),
-                            settings={k: cfg.get(k) for k in (*SETTINGS, 'objective', 'is_correction', 'is_cap')})
+                            settings={k: cfg.get(k) for k in (*SETTINGS, 'objective', 'is_correction', 'is_cap')}, made_with=provenance())
             if rec.exists() and (out / 'checkpoints').exists():
                 kept = json.loads(rec.read_text())
                 if a.served and kept.get('served_bf16') is None: kept['served_bf16'] = served_accuracy(out)
