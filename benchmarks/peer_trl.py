@@ -6,7 +6,7 @@ process, one at a time, seeds interleaved.
     python benchmarks/peer_trl.py --seeds 0 1 2 3 4 [--systems trl async sync 'fast=sync --lr=3e-5'] [--name peer_trl]
     python benchmarks/peer_trl.py --tune --seeds 100 101 [--kinds trl async sync] [--lrs 1e-5 3e-5 1e-4] [--name peer_tune]
     python benchmarks/peer_trl.py --seeds 0 1 2 3 4 --report   # analyse the kept records only (--resume: run the rest)
-    python benchmarks/peer_trl.py --smoke          # CI: two TRL steps on the tiny model, evaluated, in seconds
+    python benchmarks/peer_trl.py --smoke [--config configs/reasoning.yaml]  # CI: two TRL steps on the tiny model, evaluated, in seconds
 
 The harness is checked, not assumed. TRL gets each prompt as the text tba_kit's searchers generate from
 (`render_prompts`: the chat template continuing the reply's prefix "The answer is"; given the chat, TRL would open a
@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 from evidence import (config_of, curve_svg, evaluations, final_with_interval, harness_check, keep_record, median, provenance, rel, rows, system_claims,  # noqa: E402
                       same_evaluation, same_job, seeds_interval, time_to, timed_run)
+
+DEFAULT_CONFIG = 'configs/quickstart.yaml'  # the main job
 
 
 def clock_schedule(cfg):
@@ -275,7 +277,7 @@ def main():
     argv = sys.argv[1:]
     extra = argv[argv.index('--') + 1:] if '--' in argv else []
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--config', default='configs/quickstart.yaml')
+    ap.add_argument('--config', default=DEFAULT_CONFIG, help='the job (configs/reasoning.yaml: the second job)')
     ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2, 3, 4])
     ap.add_argument('--systems', nargs='+', default=['trl', 'async', 'sync'],
                     help="kinds (trl, trl_grpo, async, sync) or 'label=kind --key=value ...' (that system's own overrides, after the common ones)")
@@ -301,9 +303,13 @@ def main():
     a = ap.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
     from tba_kit.config import Config
     if a.smoke:
-        cfg = Config.load(None, dict(model='tiny', task='arithmetic', task_args=dict(n_train=16, n_test=8, answer_prefix='The answer is'),
-                                     k=2, prompts_per_step=2, max_new_tokens=4, eval_max_new_tokens=4, steps=2, time_limit=5, precision='fp32',
-                                     lr_schedule='cosine', lr_schedule_by='time'))  # the main job's kind of schedule
+        job = dict(model='tiny', task='arithmetic', task_args=dict(n_train=16, n_test=8, answer_prefix='The answer is'),
+                   k=2, prompts_per_step=2, max_new_tokens=4, eval_max_new_tokens=4, steps=2, time_limit=5, precision='fp32',
+                   lr_schedule='cosine', lr_schedule_by='time')  # the main job's kind of schedule
+        if a.config != DEFAULT_CONFIG:  # another job's task and prompt (16 training problems, 8 held out), its replies cut to 16 tokens
+            other = Config.load(ROOT / a.config)
+            job |= dict(task=other.task, task_args=other.task_args | dict(n_train=16, n_test=8), max_new_tokens=16, eval_max_new_tokens=16)
+        cfg = Config.load(None, job)
         out = Path(a.out or ROOT / 'runs' / 'peer_trl_smoke')
         trl_run(cfg, out)
         ev = evaluations(out)

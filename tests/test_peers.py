@@ -38,15 +38,16 @@ def _bench(name):
 
 
 @pytest.mark.slow
-def test_trl_generates_from_tba_kits_prompt_ids_on_the_main_job(tmp_path):
-    "For 64 main-job prompts, the ids TRL's trainer builds equal encode_prompts' (the searchers'); TRL given the chats, as before the fix, does not"
+@pytest.mark.parametrize('job', ['quickstart', 'reasoning'])
+def test_trl_generates_from_tba_kits_prompt_ids(tmp_path, job):
+    "For 64 prompts of each job, the ids TRL's trainer builds equal encode_prompts' (the searchers'); on the main job, TRL given the chats, as before the fix, does not"
     pytest.importorskip('trl')
     import random
     from tba_kit.parts import make_policy
     from tba_kit.config import Config
     from tba_kit.tasks import encode_prompts, make_task
     peer = _bench('peer_trl')
-    cfg = Config.load(ROOT / 'configs' / 'quickstart.yaml', ['--precision=fp32'])
+    cfg = Config.load(ROOT / 'configs' / f'{job}.yaml', ['--precision=fp32'])
     task, (model, tok) = make_task(cfg.task, **cfg.task_args), make_policy(cfg)
     rows = peer.trl_data(task, tok)
     trainer = peer.trl_trainer(cfg, task, model, tok, tmp_path / 'trl')  # as the peer builds it
@@ -55,12 +56,13 @@ def test_trl_generates_from_tba_kits_prompt_ids_on_the_main_job(tmp_path):
     got = trainer._tokenize_prompts([rows[i]['prompt'] for i in sample])[0]
     want = encode_prompts(tok, [task.prompts('train')[i].messages for i in sample])
     assert [list(map(int, g)) for g in got] == [list(w) for w in want]
-    assert tok.decode(want[0]).endswith('<|im_start|>assistant\nThe answer is')
+    assert tok.decode(want[0]).endswith('<|im_start|>assistant\n' + ('The answer is' if job == 'quickstart' else ''))
     # the rows carry the reward's column as tba_kit's searchers score it: the same completions get the same rewards
     texts = ['The answer is ' + rows[i]['answer'] for i in sample[:8]] + [' 7'] * 8
     trl_r = task.reward([rows[i]['prompt'] for i in sample[:16]], texts, answer=[rows[i]['answer'] for i in sample[:16]])
     tba_r = task.reward([task.prompts('train')[i].messages for i in sample[:16]], texts, answer=[task.prompts('train')[i].fields['answer'] for i in sample[:16]])
     assert trl_r == tba_r and sum(trl_r) >= 8
+    if job != 'quickstart': return
     # the broken harness: chats handed to TRL get a closed prefix turn and a new assistant turn
     chats = trainer._tokenize_prompts([task.prompts('train')[i].messages for i in sample[:4]])[0]
     assert all(list(map(int, c)) != list(w) for c, w in zip(chats, want[:4]))
