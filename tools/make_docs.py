@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tools'))
 from make_readme import fill, root_from  # noqa: E402  the README's tables of numbers from the ledger
 from render_notebooks import PLOTLY  # noqa: E402
+from docs_hooks import MATHJAX  # noqa: E402
 SRC, DOCS, SITE = ROOT / 'nbs', ROOT / '_docs', ROOT / '_site'
 PAGES = DOCS / 'pages'  # the processed notebooks; mkdocs.yml sits beside this folder
 SKIP = {'add_links', 'ai_magics'}  # links into a Quarto site; AI prompt cells (none here)
@@ -114,6 +115,7 @@ def process(nb_path: Path, dest: Path) -> int:
 
 
 REPO = 'https://github.com/tba-kit/tba_kit/blob/main'  # pyproject.toml's Repository: files that are not pages
+SITE_URL = 'https://tba-kit.github.io/tba_kit/'  # pyproject.toml's Documentation
 EXTRA_PAGES = {'benchmarks/RESULTS.md': 'Results ledger', 'CONTRIBUTING.md': 'Contributing'}  # Markdown files of the repository shown as pages
 LINK = re.compile(r'(\]\()([^)\s]+)(\))')
 
@@ -163,7 +165,10 @@ def write_config(pages: list) -> Path:
     cfg = {'site_name': 'tba_kit', 'site_description': 'Trajectory Balance with Asynchrony for RL post-training of language models',
            'docs_dir': str(PAGES), 'site_dir': str(SITE), 'use_directory_urls': False,
            'theme': {'name': 'material', 'features': ['navigation.sections', 'navigation.expand', 'search.highlight']},
-           'plugins': ['search', {'mkdocs-jupyter': {'execute': False, 'include_source': True, 'ignore_h1_titles': False}}],
+           'site_url': SITE_URL,  # the Documentation URL: 404.html and the sitemap name their pages under its subpath
+           'plugins': ['search', {'mkdocs-jupyter': {'execute': False, 'include_source': True, 'ignore_h1_titles': False,
+                                                      'custom_mathjax_url': f'{MATHJAX}?config=TeX-AMS-MML_HTMLorMML-full,Safe'}}],
+           'hooks': [str(ROOT / 'tools' / 'docs_hooks.py')],  # the placeholder becomes each page's path to the site's MathJax
            'extra_javascript': ['assets/plotly.min.js'], 'nav': nav(pages)}
     path = DOCS / 'mkdocs.yml'
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -171,13 +176,15 @@ def write_config(pages: list) -> Path:
 
 
 def build(serve: bool = False) -> Path:
-    import plotly
+    import importlib.util, plotly
     shutil.rmtree(DOCS, ignore_errors=True); shutil.rmtree(SITE, ignore_errors=True)
     pages = sorted(p for p in SRC.rglob('*.ipynb') if '.ipynb_checkpoints' not in p.parts)
     figures = sum(process(p, PAGES / p.relative_to(SRC)) for p in pages)
     for f in EXTRA_PAGES: (PAGES / Path(f).name).write_text(site_links((ROOT / f).read_text(), ROOT / f, PAGES / Path(f).name))
     (PAGES / 'assets').mkdir(exist_ok=True)
     shutil.copy(Path(plotly.__file__).parent / 'package_data' / 'plotly.min.js', PAGES / 'assets' / 'plotly.min.js')
+    mathjax = importlib.util.find_spec('jupyter_server_mathjax').submodule_search_locations[0]  # its files, without importing jupyter_server
+    shutil.copytree(Path(mathjax) / 'static', PAGES / 'assets' / 'mathjax')  # the math, offline
     cfg = write_config(pages)
     subprocess.run([sys.executable, '-m', 'mkdocs', 'serve' if serve else 'build', '-f', str(cfg), '--quiet'], check=True,
                    env=os.environ | {'NO_MKDOCS_2_WARNING': '1'})
