@@ -98,7 +98,8 @@ def main():
     if a.final:
         out = ROOT / 'runs' / 'reasoning_candidates' / 'final'
         rec['final'] = f = {'task_args': cfg['task_args'], 'temperature': cfg['temperature'], 'sync_probe': split([], a.steps, out),
-                            'sync_probe_lora': split([f'--lora={json.dumps(LORA)}'], a.steps, out.with_name('final_lora'))}
+                            'sync_probe_lora': split([f'--lora={json.dumps(LORA)}'], a.steps, out.with_name('final_lora')),
+                            'made': provenance()}  # its own command, commit and date: the file's are those of its newest part
         print(f"the config as it is: generating {f['sync_probe']['generating_share']:.0%} of a sync step, "
               f"{f['sync_probe_lora']['generating_share']:.0%} with LoRA; training reward {f['sync_probe']['train_reward']:.2f}")
         return save()
@@ -111,6 +112,7 @@ def main():
         t = time.perf_counter()
         rec['candidates'][name] = r = {'task_args': args, **accuracy(model, tok, make_task(cfg['task'], **args), a.n, a.n_sampled, a.samples, cfg['max_new_tokens'])}
         r['accuracy_seconds'] = time.perf_counter() - t
+        r['made'] = provenance()
         r['sync_probe'] = split([f'--task_args={json.dumps(args)}', '--temperature=1.0'], a.steps,
                                 ROOT / 'runs' / 'reasoning_candidates' / name.replace(' ', '_').replace(',', ''))
         print(f"{name:44s} greedy {r['greedy_accuracy']:6.1%}  sampled at T 1 / 0.7 {r['sampled_accuracy']['1.0']:6.1%} / {r['sampled_accuracy']['0.7']:6.1%}  "

@@ -13,7 +13,8 @@ from pathlib import Path
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['LOGGERS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'given', 'absolute_path_fields']
+__all__ = ['LOGGERS', 'TRL_FIELDS', 'MAX_TOKENS', 'ModelFields', 'SearchFields', 'Config', 'trl_field', 'given',
+           'absolute_path_fields']
 
 # %% ../nbs/09_config.ipynb #6a6367b8
 LOGGERS = ('tensorboard', 'wandb')
@@ -282,10 +283,44 @@ def from_dict(cls:Config, d:dict) -> Config:
     names = [f.name for f in fields(cls)]
     if 'searcher' in d: d = _split_searcher(d)  # configs (and runs to resume) from before engine / placement
     for key in d:
+        if key in TRL_FIELDS: raise ValueError(trl_field(key))
         if key not in names:
             close = difflib.get_close_matches(key, names, n=1)
             raise ValueError(f"unknown config key {key!r}" + (f": did you mean {close[0]!r}?" if close else f"; valid keys: {names}"))
     return cls(**{k: _coerce(v, _hints()[k]) for k, v in d.items()})
+
+# %% ../nbs/09_config.ipynb #0d01af7a
+# GRPOConfig's fields a TRL user sets -> tba_kit's field of the same job (a name), or what does it (a sentence); fields of the same
+# name and meaning (temperature, top_p, seed, warmup_steps, weight_decay, max_grad_norm) are tba_kit's too, and TRL's beta is
+# tba_kit's kl_coef for the GRPO family (tba_kit's beta is TB's and VarGrad's: the target pi_ref exp(r / beta))
+TRL_FIELDS = {
+    'learning_rate': 'lr', 'num_generations': 'k', 'max_completion_length': 'max_new_tokens', 'epsilon': 'ppo_clip',
+    'epsilon_high': 'ppo_clip_high', 'max_steps': 'steps', 'lr_scheduler_type': 'lr_schedule', 'output_dir': 'out_dir',
+    'report_to': 'log_with', 'save_steps': 'checkpoint_every', 'eval_steps': 'eval_every', 'vllm_importance_sampling_cap': 'is_cap',
+    'loss_type': "objective: grpo, dr_grpo, dapo, bnpo, cispo and rloo are TRL's losses; tb and vargrad the GFlowNet objectives",
+    'scale_rewards': "objective_args: {advantage: grpo} divides by the group's std (TRL's 'group'), {advantage: dr_grpo} does not ('none')",
+    'use_vllm': "engine: vllm (searchers on vLLM engines; placement says where they run)",
+    'vllm_mode': "placement: inline (in the trainer's process, as 'colocate'), process or ray (apart from it, as 'server')",
+    'vllm_importance_sampling_correction': "is_correction: one of token_truncate, token_mask, sequence_truncate, sequence_mask, or none",
+    'vllm_importance_sampling_mode': "is_correction (token_truncate, token_mask, sequence_truncate or sequence_mask)",
+    'per_device_train_batch_size': "prompts_per_step (groups of k completions per step); micro_batch_rows bounds the rows of one forward pass",
+    'gradient_accumulation_steps': "micro_batch_rows: a step's batch is split into micro-batches of this many rows, gradients accumulated",
+    'generation_batch_size': "search_prompts (prompts a searcher generates for at once) and search_ratio (completions searched per trained one)",
+    'steps_per_generation': "search_ratio: completions generated per completion trained (async mode); sync mode trains each batch once",
+    'num_train_epochs': "steps or time_limit (minutes of training): tba_kit samples prompts without replacement, epoch after epoch",
+    'warmup_ratio': "warmup_steps (a number of steps)", 'bf16': "precision: bf16-mixed (auto chooses per machine)",
+    'top_k': "engine_args: {top_k: ...}", 'sync_ref_model': "ref_reset_every (steps between resets of the reference to the policy)",
+    'reward_weights': "not yet: a task has one reward function (combine yours into one for now)",
+    'num_iterations': "not yet: each batch is trained on once (replay, p_recent < 1, trains a completion again in later steps)",
+    'importance_sampling_level': "not yet: the ratio is per token ('sequence' is GSPO's)",
+    'mask_truncated_completions': "not applicable yet: a truncated completion keeps the reward its task gives it (a task may give it 0 or None)",
+    'max_prompt_length': "not applicable: prompts are never cut (a task controls their length)",
+}
+
+def trl_field(key:str) -> str:
+    "The message for a GRPOConfig field given as a tba_kit config key"
+    to = TRL_FIELDS[key]
+    return f"config key {key!r} is TRL's GRPOConfig name: " + (f"tba_kit's field is {to!r}" if to in {f.name for f in fields(Config)} else to)
 
 # %% ../nbs/09_config.ipynb #2c603bd9
 @patch(cls_method=True)

@@ -20,7 +20,7 @@ from .config import Config, _default
 from .core import collate
 from .metrics import diversity_metrics
 from .models import require
-from .records import SINKS, RunLog, RunSummary
+from .records import SINKS, RunLog, RunSummary, shown
 from .runtime import ClockBar, PromptStream, RewardGuard, Status, StepLines, TrainerFirst, say
 from .tasks import RewardMark
 from .evaluation import eval_line, evaluate as evaluate_policy
@@ -332,7 +332,7 @@ async def _locked(self:Run, resume) -> RunSummary:
     cfg = self.cfg
     if resume is None and ((self.out / 'metrics.jsonl').exists() or (self.out / 'checkpoints').exists()):
         if newest_checkpoint(self.out):
-            raise FileExistsError(f"{str(self.out)!r} already holds a run: continue it with resume (tba train --resume {self.out}) "
+            raise FileExistsError(f"{shown(self.out)!r} already holds a run: continue it with resume (tba train --resume {shown(self.out)}) "
                                   "or choose another out_dir (--out_dir=...); nothing was overwritten")
         if note := ended_in_reward(self.out): say(note)
         say(f"{self.out} holds a run that stopped before its first checkpoint: its files were moved to {set_aside(self.out)}; starting afresh")

@@ -16,7 +16,7 @@ from .config import Config
 from .models import require
 
 # %% auto #0
-__all__ = ['SINKS', 'MetricsLog', 'read_rows', 'finite_scalars', 'TensorBoardSink', 'WandbSink', 'RunLog', 'RunSummary']
+__all__ = ['SINKS', 'MetricsLog', 'read_rows', 'finite_scalars', 'TensorBoardSink', 'WandbSink', 'RunLog', 'shown', 'RunSummary']
 
 # %% ../nbs/09b_records.ipynb #496bd2a9
 class MetricsLog:
@@ -128,6 +128,12 @@ class RunLog:
 
 
 # %% ../nbs/09b_records.ipynb #bc83134d
+def shown(path) -> str:
+    "A path as the reader of a message or a summary takes it: relative to the working folder when inside it, else as it is"
+    try: return str(Path(path).relative_to(Path.cwd()))
+    except ValueError: return str(path)
+
+
 @dataclass
 class RunSummary:
     "What a run did: evaluation before and after, steps, wall clock, where its files are"
@@ -143,7 +149,7 @@ class RunSummary:
         acc = lambda d: f"{d['eval/accuracy']:.1%}" if 'eval/accuracy' in d else '–'
         rows = [('steps', self.steps), ('wall clock', f"{self.seconds:.0f} s"), ('held-out accuracy', f"{acc(self.eval_before)} → {acc(self.eval_after)}")]
         rows += [(k, f"{v:.4g}") for k, v in self.final.items()]
-        rows += [('output', f"`{self.out_dir}`")]
+        rows += [('output', f"`{shown(self.out_dir)}`")]
         return "**Run summary**\n\n| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
     def lines(self) -> list:

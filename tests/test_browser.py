@@ -114,10 +114,19 @@ def test_the_documentation_site_renders_with_navigation_figures_and_api_docs(tmp
     assert len(links) >= len(notebooks) - 1, f'{len(links)} links in the navigation for {len(notebooks)} pages'
     assert all((site / l).resolve().exists() for l in links if '://' not in l), [l for l in links if '://' not in l and not (site / l).resolve().exists()]
     assert '| measured |' not in dom and 'the ledger' in dom and dom.count('<tr>') > 5, "the home page lacks the README's headline table"
-    for page in site.rglob('*.html'):  # every link and image of every page, not only the navigation, reaches a file of the site
-        targets = re.findall(r'(?:href|src)="([^"#?]+)', page.read_text())
-        broken = [t for t in targets if not re.match(r'[a-z]+:|//', t) and not (site / t[1:] if t.startswith('/') else page.parent / t).resolve().exists()]
-        assert not broken, f'{page.relative_to(site)}: {broken[:5]}'
+    sub = '/' + make_docs.SITE_URL.split('://', 1)[1].split('/', 1)[1]  # the Documentation URL's path: '/tba_kit/'
+    ids = {page.resolve(): set(re.findall(r'\sid="([^"]+)"', page.read_text())) for page in site.rglob('*.html')}
+    for page in list(ids):  # every link and image of every page, not only the navigation, reaches a file of the site, and its anchor an id there
+        targets = re.findall(r'(?:href|src)="([^"?]*)', page.read_text())
+        local = [t for t in targets if t and not re.match(r'[a-z]+:|//', t)]
+        at = lambda t: site / t[len(sub):] if t.startswith(sub) else page.parent / t  # 404.html names pages under the subpath
+        broken = [t for t in local if t.partition('#')[0] and not at(t.partition('#')[0]).resolve().exists()]
+        assert not broken, f'{page.relative_to(site.resolve())}: {broken[:5]}'
+        anchors = [(t, at(t.partition('#')[0]).resolve() if t.partition('#')[0] else page.resolve()) for t in local if '#' in t and t.partition('#')[2]]
+        dangling = [t for t, target in anchors if target.suffix == '.html' and t.partition('#')[2] not in ids.get(target, set())]
+        assert not dangling, f'{page.relative_to(site.resolve())}: links to anchors no heading has: {dangling[:5]}'
+    math = browse(browser, site / '06d_answers.html', tmp_path, '--dump-dom').stdout
+    assert 'class="MathJax' in math and 'src="MATHJAX_URL' not in math, "06d_answers: the math is not typeset (MathJax did not run)"
     core = browse(browser, site / '00_core.html', tmp_path, '--dump-dom').stdout
     assert 'Trajectory' in core and '#| export' not in core and 'show_doc(' not in core and '{target=' not in core, 'the API of 00_core is not shown as show_doc renders it'
     for name in SAVED:  # notebooks whose lessons are figures: drawn on their pages as in the notebook's own page

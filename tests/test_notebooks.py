@@ -49,3 +49,25 @@ def test_from_scratch_tutorial_stays_short():
     cells = json.loads((ROOT / 'nbs' / 'tutorials' / 'tba_from_scratch.ipynb').read_text())['cells']
     lines = sum(len(''.join(c['source']).splitlines()) for c in cells)
     assert lines < 200, f'tba_from_scratch.ipynb has {lines} lines'
+
+
+# the lessons whose outputs are their teaching: each keeps them (refreshed with tools/render_notebooks.py --execute)
+KEEPS_OUTPUTS = ['00_core', '06c_tldr', '06d_answers', '06e_weights', '06h_probe', '07_searchers', '07a_workers', '07b_vllm',
+                 '07c_redteam', '07d_ray', '09_config', '09d_parts', '09e_pool', '10_loop', '11_cli', '12_viz',
+                 'tutorials/bring_your_own_task', 'tutorials/diversity', 'tutorials/tba_from_scratch']
+# what an output must not hold: this machine's folders, temporary ones, an installed package's path
+MACHINE_PATH = re.compile(r'/tmp/|/work/|/home/|/root/|/Users/|site-packages|\btmp[a-z0-9_]{8}\b')
+
+
+def test_lessons_keep_their_outputs_without_machine_paths():
+    "A lesson listed in KEEPS_OUTPUTS that lost its outputs (a cleared notebook committed) fails, and so does any notebook's output naming a machine's folder"
+    import json
+    lost, leaks = [], []
+    for p in ALL:
+        name = p.relative_to(ROOT / 'nbs').with_suffix('').as_posix()
+        outputs = [o for c in json.loads(p.read_text())['cells'] for o in c.get('outputs', [])]
+        if name in KEEPS_OUTPUTS and not outputs: lost.append(name)
+        leaks += [f"{name}: {m.group()!r}" for m in MACHINE_PATH.finditer(json.dumps(outputs))]
+    assert not lost, f"lessons without their outputs (python tools/render_notebooks.py --execute nbs/NAME.ipynb): {lost}"
+    assert not leaks, f"outputs holding a machine's path (print a relative path or a name instead): {leaks[:10]}"
+    assert set(KEEPS_OUTPUTS) <= {p.relative_to(ROOT / 'nbs').with_suffix('').as_posix() for p in ALL}, 'KEEPS_OUTPUTS names a notebook that is not in nbs/'

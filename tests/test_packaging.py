@@ -69,13 +69,18 @@ def test_the_ledger_says_where_and_from_what_code_each_result_ran(tmp_path, monk
     assert (make_results.commit_of(none), make_results.of_runs(none, make_results.machine_of), make_results.date_of(none)) == ('ccccccc', 'AMD EPYC, 2 cores, avx2', '2026-11-30')
     monkeypatch.setattr(make_results, 'rows', lambda: [{'file': 'x.json', 'claim': 'gap | at 40', 'value': '-5 points', 'commit': 'ccccccc'},
                                                        {'file': 'x.json', 'claim': 'steps', 'value': '1.2', 'commit': 'ccccccc'}])
-    assert make_readme.filled('<!-- ledger: x.json --> ').splitlines() == [
+    assert make_readme.fill('<!-- ledger: x.json --> ').splitlines() == [
         '| claim | number |', '|---|---|', '| gap \\| at 40 | -5 points |', '| steps | 1.2 |', '', "(The ledger's rows of [x.json](benchmarks/RESULTS.md#xjson); commit ccccccc.)"]
-    assert make_readme.filled('<!-- ledger: x.json | | at 40 -->').splitlines() == [  # only the rows whose claim holds the text after the first '|'
+    assert make_readme.fill('<!-- ledger: x.json | | at 40 -->').splitlines() == [  # only the rows whose claim holds the text after the first '|'
         '| claim | number |', '|---|---|', '| gap \\| at 40 | -5 points |', '', "(The ledger's rows of [x.json](benchmarks/RESULTS.md#xjson) whose claim holds '| at 40'; commit ccccccc.)"]
-    with pytest.raises(SystemExit, match="'y.json'"): make_readme.filled('<!-- ledger: y.json -->')
-    with pytest.raises(SystemExit, match="whose claim holds 'KL'"): make_readme.filled('<!-- ledger: x.json | KL -->')
-    assert make_readme.filled('plain text') == 'plain text'
+    with pytest.raises(SystemExit, match="'y.json'"): make_readme.fill('<!-- ledger: y.json -->')
+    with pytest.raises(SystemExit, match="whose claim holds 'KL'"): make_readme.fill('<!-- ledger: x.json | KL -->')
+    assert make_readme.fill('plain text') == 'plain text'
+    page = make_readme.fill('intro\n<!-- ledger: x.json | steps -->\nstale row\n<!-- /ledger -->\nafter', '../../', keep=True)  # a docs page keeps its marker
+    assert page.splitlines() == ['intro', '<!-- ledger: x.json | steps -->', '', '| claim | number |', '|---|---|', '| steps | 1.2 |', '',
+                                 "(The ledger's rows of [x.json](../../benchmarks/RESULTS.md#xjson) whose claim holds 'steps'; commit ccccccc.)", '',
+                                 '<!-- /ledger -->', 'after']
+    assert make_readme.fill(page, '../../', keep=True) == page  # filling it again changes nothing
 
 
 def test_license_and_the_contributors_kit():

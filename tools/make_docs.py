@@ -14,8 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tools'))
-from make_readme import filled  # noqa: E402  the README's tables of numbers from the ledger
+from make_readme import fill, root_from  # noqa: E402  the README's tables of numbers from the ledger
 from render_notebooks import PLOTLY  # noqa: E402
+from docs_hooks import MATHJAX  # noqa: E402
 SRC, DOCS, SITE = ROOT / 'nbs', ROOT / '_docs', ROOT / '_site'
 PAGES = DOCS / 'pages'  # the processed notebooks; mkdocs.yml sits beside this folder
 SKIP = {'add_links', 'ai_magics'}  # links into a Quarto site; AI prompt cells (none here)
@@ -104,8 +105,9 @@ def process(nb_path: Path, dest: Path) -> int:
     raw = json.loads(dest.read_text())
     for c in raw['cells']:  # the README's tables from the ledger, and links that work on the site
         if c['cell_type'] != 'markdown': continue
-        text = '\n'.join(map(filled, ''.join(c['source']).splitlines()))
-        c['source'] = site_links(text, ROOT / 'README.md' if nb_path == SRC / 'index.ipynb' else nb_path, dest)  # index.ipynb is written as the README
+        origin = ROOT / 'README.md' if nb_path == SRC / 'index.ipynb' else nb_path  # index.ipynb is written as the README
+        text = fill(''.join(c['source']), root_from(origin.parent), keep=origin != ROOT / 'README.md')
+        c['source'] = site_links(text, origin, dest)
     done = [finish(c) for c in raw['cells']]
     raw['cells'] = [c for c, _ in done if ''.join(c['source']).strip() or c.get('outputs')]
     dest.write_text(json.dumps(raw, indent=1))
@@ -113,6 +115,7 @@ def process(nb_path: Path, dest: Path) -> int:
 
 
 REPO = 'https://github.com/tba-kit/tba_kit/blob/main'  # pyproject.toml's Repository: files that are not pages
+SITE_URL = 'https://tba-kit.github.io/tba_kit/'  # pyproject.toml's Documentation
 EXTRA_PAGES = {'benchmarks/RESULTS.md': 'Results ledger', 'CONTRIBUTING.md': 'Contributing'}  # Markdown files of the repository shown as pages
 LINK = re.compile(r'(\]\()([^)\s]+)(\))')
 
@@ -135,18 +138,25 @@ def site_links(text: str, origin: Path, page: Path) -> str:
     return LINK.sub(lambda m: m.group(1) + site_link(m.group(2), origin, page) + m.group(3), text)
 
 
-NAV_HEAD = ['index.ipynb', 'tutorials/quickstart.ipynb', 'tutorials/tour.ipynb', 'tutorials/bring_your_own_task.ipynb']
+LEDGER = 'benchmarks/RESULTS.md'
+# the course: the home page, the tutorials in learning order, the modules in dependency order, then the results
+COURSE = ['tutorials/tour.ipynb', 'tutorials/tba_from_scratch.ipynb', 'tutorials/quickstart.ipynb', 'tutorials/bring_your_own_task.ipynb',
+          'tutorials/objectives_compared.ipynb', 'tutorials/diversity.ipynb', 'tutorials/scaling_out.ipynb']
+RESULTS = ['results/peers.ipynb', 'results/precision.ipynb', 'results/off_policy.ipynb', 'tutorials/measurements.ipynb']
 
 
 def nav(pages: list) -> list:
-    "The site's navigation: the guide first, then the tutorials, then the modules in dependency order"
+    "The site's navigation as a course: start here (the tutorials in learning order), the modules by number, the results"
     rel = [p.relative_to(SRC).as_posix() for p in pages]
-    tutorials = [r for r in rel if r.startswith('tutorials/') and r not in NAV_HEAD]
-    modules = [r for r in rel if '/' not in r and r not in NAV_HEAD]
+    placed = {'index.ipynb', *COURSE, *RESULTS}
+    if missing := [r for r in rel if '/' in r and r not in placed]:
+        raise SystemExit(f"tools/make_docs.py: {missing} have no place in the navigation: add them to COURSE or RESULTS")
     title = lambda r: ''.join(json.loads((PAGES / r).read_text())['cells'][0]['source']).splitlines()[0].lstrip('# ').strip()
-    return ([{title(r): r} for r in NAV_HEAD if r in rel] + [{'Tutorials': [{title(r): r} for r in tutorials]}]
+    modules = [r for r in rel if '/' not in r and r != 'index.ipynb']
+    return ([{'Home': 'index.ipynb'}, {'Start here': [{title(r): r} for r in COURSE if r in rel]}]
             + [{'Modules': [{f"{r.split('_')[0]} {title(r)}": r} for r in modules]}]
-            + [{name: Path(f).name} for f, name in EXTRA_PAGES.items()])
+            + [{'Results': [{title(r): r} for r in RESULTS if r in rel] + [{EXTRA_PAGES[LEDGER]: Path(LEDGER).name}]}]
+            + [{name: Path(f).name} for f, name in EXTRA_PAGES.items() if f != LEDGER])
 
 
 def write_config(pages: list) -> Path:
@@ -155,7 +165,10 @@ def write_config(pages: list) -> Path:
     cfg = {'site_name': 'tba_kit', 'site_description': 'Trajectory Balance with Asynchrony for RL post-training of language models',
            'docs_dir': str(PAGES), 'site_dir': str(SITE), 'use_directory_urls': False,
            'theme': {'name': 'material', 'features': ['navigation.sections', 'navigation.expand', 'search.highlight']},
-           'plugins': ['search', {'mkdocs-jupyter': {'execute': False, 'include_source': True, 'ignore_h1_titles': False}}],
+           'site_url': SITE_URL,  # the Documentation URL: 404.html and the sitemap name their pages under its subpath
+           'plugins': ['search', {'mkdocs-jupyter': {'execute': False, 'include_source': True, 'ignore_h1_titles': False,
+                                                      'custom_mathjax_url': f'{MATHJAX}?config=TeX-AMS-MML_HTMLorMML-full,Safe'}}],
+           'hooks': [str(ROOT / 'tools' / 'docs_hooks.py')],  # the placeholder becomes each page's path to the site's MathJax
            'extra_javascript': ['assets/plotly.min.js'], 'nav': nav(pages)}
     path = DOCS / 'mkdocs.yml'
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -163,13 +176,15 @@ def write_config(pages: list) -> Path:
 
 
 def build(serve: bool = False) -> Path:
-    import plotly
+    import importlib.util, plotly
     shutil.rmtree(DOCS, ignore_errors=True); shutil.rmtree(SITE, ignore_errors=True)
     pages = sorted(p for p in SRC.rglob('*.ipynb') if '.ipynb_checkpoints' not in p.parts)
     figures = sum(process(p, PAGES / p.relative_to(SRC)) for p in pages)
     for f in EXTRA_PAGES: (PAGES / Path(f).name).write_text(site_links((ROOT / f).read_text(), ROOT / f, PAGES / Path(f).name))
     (PAGES / 'assets').mkdir(exist_ok=True)
     shutil.copy(Path(plotly.__file__).parent / 'package_data' / 'plotly.min.js', PAGES / 'assets' / 'plotly.min.js')
+    mathjax = importlib.util.find_spec('jupyter_server_mathjax').submodule_search_locations[0]  # its files, without importing jupyter_server
+    shutil.copytree(Path(mathjax) / 'static', PAGES / 'assets' / 'mathjax')  # the math, offline
     cfg = write_config(pages)
     subprocess.run([sys.executable, '-m', 'mkdocs', 'serve' if serve else 'build', '-f', str(cfg), '--quiet'], check=True,
                    env=os.environ | {'NO_MKDOCS_2_WARNING': '1'})

@@ -1,0 +1,44 @@
+"""mkdocs hooks for the documentation site (tools/make_docs.py names this file in mkdocs.yml).
+
+- MathJax ships with the site (`jupyter-server-mathjax`'s copy of MathJax 2.7, in assets/mathjax/), so the math of
+  the notebooks renders offline and over `file://`; mkdocs-jupyter writes one URL into every page, so it writes a
+  placeholder that each page gets as a path relative to itself.
+- A notebook page's "on this page" links are made from the notebook as Markdown (python-markdown's ids: lower case, a
+  repeated heading suffixed `_1`), its headings by nbconvert (other ids): each heading gets the id its link names.
+"""
+import html, os, re
+
+MATHJAX = 'MATHJAX_URL'  # the placeholder tools/make_docs.py gives mkdocs-jupyter as custom_mathjax_url
+HEADING = re.compile(r'<h([1-6])([^>]*?)\sid="([^"]*)"([^>]*)>(.*?)</h\1>', re.S)
+
+
+def text(fragment: str) -> str:
+    "A heading's text as the table of contents names it: tags, the permalink mark and spacing dropped"
+    return ' '.join(html.unescape(re.sub(r'<[^>]+>|¶', '', fragment)).split())
+
+
+def toc_ids(toc) -> list:
+    "(title, id) of every entry of a page's table of contents, in order"
+    out = []
+    for link in toc:
+        out.append((' '.join(html.unescape(re.sub(r'<[^>]+>', '', link.title)).split()), link.id))
+        out += toc_ids(link.children)
+    return out
+
+
+def with_toc_ids(output: str, toc) -> str:
+    "The page with each heading's id replaced by the id its table-of-contents link names (matched by text, in order)"
+    wanted = {}
+    for title, anchor in toc_ids(toc): wanted.setdefault(title, []).append(anchor)
+    def one(m):
+        ids = wanted.get(text(m.group(5)))
+        if not ids: return m.group(0)
+        new = ids.pop(0)
+        return f'<h{m.group(1)}{m.group(2)} id="{new}"{m.group(4)}>' + m.group(5).replace(f'href="#{m.group(3)}"', f'href="#{new}"') + f'</h{m.group(1)}>'
+    return HEADING.sub(one, output)
+
+
+def on_post_page(output: str, page, config) -> str:
+    here = os.path.dirname(page.file.dest_uri) or '.'
+    output = output.replace(f'src="{MATHJAX}', f'src="{os.path.relpath("assets/mathjax/MathJax.js", here)}')
+    return with_toc_ids(output, page.toc) if page.file.src_uri.endswith('.ipynb') else output
