@@ -27,15 +27,21 @@ def toc_ids(toc) -> list:
 
 
 def with_toc_ids(output: str, toc) -> str:
-    "The page with each heading's id replaced by the id its table-of-contents link names (matched by text, in order)"
-    wanted = {}
-    for title, anchor in toc_ids(toc): wanted.setdefault(title, []).append(anchor)
-    def one(m):
-        ids = wanted.get(text(m.group(5)))
-        if not ids: return m.group(0)
-        new = ids.pop(0)
-        return f'<h{m.group(1)}{m.group(2)} id="{new}"{m.group(4)}>' + m.group(5).replace(f'href="#{m.group(3)}"', f'href="#{new}"') + f'</h{m.group(1)}>'
-    return HEADING.sub(one, output)
+    """The page with each heading's id replaced by the id its table-of-contents link names: entries and headings matched
+    in order, by their text (the table's lacks code spans: the heading The `process` placement is listed as 'The placement')"""
+    heads, new_ids, at = list(HEADING.finditer(output)), {}, 0
+    for title, anchor in toc_ids(toc):
+        for j in range(at, len(heads)):
+            t, bare = text(heads[j].group(5)), text(re.sub(r'<code>.*?</code>', '', heads[j].group(5)))  # bare: as the table lists it
+            if title and title in (t, bare): new_ids[j], at = anchor, j + 1; break
+    def one(j, m):
+        new = new_ids.get(j)
+        if new is None or new == m.group(3): return m.group(0)
+        inner = m.group(5).replace(f'href="#{m.group(3)}"', f'href="#{new}"')
+        return f'<h{m.group(1)}{m.group(2)} id="{new}"{m.group(4)}>{inner}</h{m.group(1)}>'
+    out, last = [], 0
+    for j, m in enumerate(heads): out += [output[last:m.start()], one(j, m)]; last = m.end()
+    return ''.join(out) + output[last:]
 
 
 def on_post_page(output: str, page, config) -> str:

@@ -8,7 +8,7 @@ then keeps its outputs in a compact form: a plotly figure keeps its JSON (tens o
 plotly.js inside (about 4.6 MB a notebook); the page puts plotly.js back once, from the installed plotly package, so
 the pages work offline. The notebooks stay as nbdev-clean leaves them. `_html/index.html` lists the pages.
 """
-import argparse, html, json, subprocess, sys
+import argparse, html, json, re, subprocess, sys
 from pathlib import Path
 
 import nbformat
@@ -18,8 +18,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PLOTLY = 'application/vnd.plotly.v1+json'
 
 
+WARNING = re.compile(r'^\S+\.py:\d+: \w*Warning: .*\n(?:[ \t]+.*\n)?', re.M)  # a Python warning: where it was raised, and its source line
+
+
+def quiet(text:str) -> str:
+    "A stderr stream without what only a machine's run shows: progress bars redrawn with '\\r', and Python warnings naming installed files"
+    return WARNING.sub('', '\n'.join(l for l in text.split('\n') if '\r' not in l))  # a progress bar redraws its line with '\r'
+
+
 def compact(path:Path) -> int:
-    "Keep each plotly figure as its JSON: drop its HTML copy and the output that loads plotly.js; returns the figures kept"
+    """Keep each plotly figure as its JSON: drop its HTML copy and the output that loads plotly.js; a value shown as
+    Markdown keeps that alone (its plain-text repr may name a machine's folders); stderr loses progress bars and warnings
+    about installed packages. Returns the figures kept"""
     nb, n = nbformat.read(path, as_version=4), 0
     for cell in nb.cells:
         keep = []
@@ -28,7 +38,11 @@ def compact(path:Path) -> int:
             if data is not None:
                 if PLOTLY in data: data.pop('text/html', None); n += 1
                 elif 'window.PlotlyConfig' in str(data.get('text/html', '')): continue  # plotly.js itself: the page adds it once
+                if 'text/markdown' in data: data.pop('text/plain', None)
                 if not data: continue  # nothing left to show
+            if out.get('name') == 'stderr':
+                out['text'] = quiet(out['text'])
+                if not out['text'].strip(): continue
             keep.append(out)
         cell['outputs'] = keep
     nbformat.write(nb, path)
