@@ -21,7 +21,7 @@ def toc_ids(toc) -> list:
     "(title, id) of every entry of a page's table of contents, in order"
     out = []
     for link in toc:
-        out.append((' '.join(html.unescape(re.sub(r'<[^>]+>', '', link.title)).split()), link.id))
+        out.append((text(link.title), link.id))
         out += toc_ids(link.children)
     return out
 
