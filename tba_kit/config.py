@@ -32,7 +32,7 @@ class ModelFields:
     task:str = 'arithmetic'  # built-in task name or 'module:factory'
     task_args:dict = field(default_factory=dict)  # keyword arguments of the task
     # objective
-    objective:str = 'vargrad'  # 'vargrad' (TBA), 'tb' (learned log Z), TRL's 'grpo', 'dr_grpo', 'dapo', 'bnpo', 'cispo', 'rloo', 'tba_prime' (TBA'), or 'module:Name' (Name(config, **objective_args) -> Objective)
+    objective:str = 'vargrad'  # 'vargrad' (TBA), 'tb' (learned log Z), TRL's 'grpo', 'dr_grpo', 'dapo', 'bnpo', 'cispo', 'rloo', 'sapo', 'vespo', 'luspo', 'tba_prime' (TBA'), or 'module:Name' (Name(config, **objective_args) -> Objective)
     objective_args:dict = field(default_factory=dict)  # keyword arguments of the objective, beyond the shared fields (tb: {log_z_init: 17.0})
     beta:float = 0.05  # KL coefficient: target pi_ref * exp(r / beta)
     beta_final:float|None = None  # the objective's KL coefficient (beta; kl_coef for the grpo family) moves linearly to this over beta_steps (None: constant)
@@ -46,6 +46,7 @@ class ModelFields:
     kl_in:str = 'reward'  # GRPO family: 'reward' (kl_coef * log-ratio off the reward) or 'loss' (TRL's per-token k3 term; needs ref_on: trainer)
     is_correction:str = 'auto'  # GRPO family: importance weights searcher -> trainer, 'token_truncate' (TIS), 'token_mask', 'sequence_truncate', 'sequence_mask', 'none'; 'auto': 'sequence_mask' where data can be stale (async, sync_every > 1), else 'none'
     is_cap:float = 3.0  # truncation / masking threshold of those weights
+    ppo_ratio_level:str|None = None  # GRPO family: the ratio per 'token' or per 'sequence' (GSPO: a completion's geometric mean); null: 'sequence' for luspo, else 'token'
 
 # %% ../nbs/09_config.ipynb #0cf648ca
 @dataclass
@@ -178,6 +179,7 @@ def validate(self:Config):
         _need(len(self._core_lists()) in (1, self.searchers), 'vllm_cpu_threads',
              f"give one core list for all searchers or one per searcher separated by '|' ({self.searchers} searchers, got {self.vllm_cpu_threads!r})")
     _need(self.trainer_parallel in ('fsdp', 'ddp'), 'trainer_parallel', f"must be 'fsdp' or 'ddp', got {self.trainer_parallel!r}")
+    _need(self.ppo_ratio_level in (None, 'token', 'sequence'), 'ppo_ratio_level', f"must be 'token', 'sequence' (GSPO) or null, got {self.ppo_ratio_level!r}")
     _need(self.ref_on in ('searcher', 'trainer'), 'ref_on', f"must be 'searcher' or 'trainer', got {self.ref_on!r}")
     _need(self.device.split(':')[0] in ('cpu', 'cuda', 'xpu', 'mps'), 'device', f"must be 'cpu', 'cuda', 'cuda:N', 'xpu' or 'mps', got {self.device!r}")
     _need(self.precision in ('auto', 'bf16-mixed', 'fp32', 'bf16'), 'precision', f"must be 'auto', 'bf16-mixed', 'fp32' or 'bf16', got {self.precision!r}")
@@ -297,7 +299,10 @@ TRL_FIELDS = {
     'learning_rate': 'lr', 'num_generations': 'k', 'max_completion_length': 'max_new_tokens', 'epsilon': 'ppo_clip',
     'epsilon_high': 'ppo_clip_high', 'max_steps': 'steps', 'lr_scheduler_type': 'lr_schedule', 'output_dir': 'out_dir',
     'report_to': 'log_with', 'save_steps': 'checkpoint_every', 'eval_steps': 'eval_every', 'vllm_importance_sampling_cap': 'is_cap',
-    'loss_type': "objective: grpo, dr_grpo, dapo, bnpo, cispo and rloo are TRL's losses; tb and vargrad the GFlowNet objectives",
+    'importance_sampling_level': 'ppo_ratio_level',
+    'loss_type': "objective: grpo, dr_grpo, dapo, bnpo, cispo, rloo, sapo, vespo and luspo are TRL's losses; tb and vargrad the GFlowNet objectives",
+    'sapo_temperature_pos': "objective_args: {sapo_temperatures: [pos, neg]}", 'sapo_temperature_neg': "objective_args: {sapo_temperatures: [pos, neg]}",
+    **{f'vespo_{p}': "objective_args: {vespo_gamma: [k_pos, lambda_pos, k_neg, lambda_neg]}" for p in ('k_pos', 'lambda_pos', 'k_neg', 'lambda_neg')},
     'scale_rewards': "objective_args: {advantage: grpo} divides by the group's std (TRL's 'group'), {advantage: dr_grpo} does not ('none')",
     'use_vllm': "engine: vllm (searchers on vLLM engines; placement says where they run)",
     'vllm_mode': "placement: inline (in the trainer's process, as 'colocate'), process or ray (apart from it, as 'server')",
@@ -312,7 +317,6 @@ TRL_FIELDS = {
     'top_k': "engine_args: {top_k: ...}", 'sync_ref_model': "ref_reset_every (steps between resets of the reference to the policy)",
     'reward_weights': "not yet: a task has one reward function (combine yours into one for now)",
     'num_iterations': "not yet: each batch is trained on once (replay, p_recent < 1, trains a completion again in later steps)",
-    'importance_sampling_level': "not yet: the ratio is per token ('sequence' is GSPO's)",
     'mask_truncated_completions': "not applicable yet: a truncated completion keeps the reward its task gives it (a task may give it 0 or None)",
     'max_prompt_length': "not applicable: prompts are never cut (a task controls their length)",
 }

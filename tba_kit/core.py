@@ -91,6 +91,7 @@ class Batch:
     prompt_keys: list  # [G] prompt id of each group
     trajectories: list  # [B] the source trajectories
     ref_token_logprobs: Tensor|None = None  # [B, L] per-token log pi_ref on completion tokens (a per-token KL term), filled by the trainer
+    old_token_logprobs: Tensor|None = None  # [B, L] per-token log pi_old: the policy before a step's first update, when a step makes several (num_iterations)
 
     @property
     def n_groups(self) -> int: return len(self.prompt_keys)

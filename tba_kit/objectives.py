@@ -6,6 +6,7 @@ Docs: https://tba-kit.github.io/tba_kit/objectives.html.md"""
 
 # %% ../nbs/01_objectives.ipynb #8fc75d2b
 from __future__ import annotations
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -16,9 +17,9 @@ from torch import nn, Tensor
 from .core import Batch, Registry, sequence_logprobs
 
 # %% auto #0
-__all__ = ['IS_MODES', 'LOSS_TYPES', 'OBJECTIVES', 'LossOutput', 'check_finite', 'group_mean', 'check_groups', 'ScalarLogZ',
-           'TableLogZ', 'HeadLogZ', 'Needs', 'Objective', 'tb_residuals', 'TrajectoryBalance', 'vargrad_log_z',
-           'VarGrad', 'group_advantages', 'is_weights', 'PPO', 'stale_correction']
+__all__ = ['IS_MODES', 'LOSS_TYPES', 'TOKEN_SUMS', 'OBJECTIVES', 'LossOutput', 'check_finite', 'group_mean', 'check_groups',
+           'ScalarLogZ', 'TableLogZ', 'HeadLogZ', 'Needs', 'Objective', 'tb_residuals', 'TrajectoryBalance',
+           'vargrad_log_z', 'VarGrad', 'group_advantages', 'is_weights', 'PPO', 'vespo_weights', 'stale_correction']
 
 # %% ../nbs/01_objectives.ipynb #db7e1f4b
 @dataclass(eq=False)
@@ -285,10 +286,11 @@ def is_weights(
     return w, {'is/ratio_mean': torch.where(on, rho, 0.).sum() / n, 'is/clipped': (over & on).sum() / n}
 
 # %% ../nbs/01_objectives.ipynb #5ebd333f
-LOSS_TYPES = ('grpo', 'dr_grpo', 'dapo', 'bnpo', 'cispo', 'rloo')
+LOSS_TYPES = ('grpo', 'dr_grpo', 'dapo', 'bnpo', 'cispo', 'rloo', 'sapo', 'vespo', 'luspo')
+TOKEN_SUMS = ('dapo', 'cispo', 'vespo')  # token losses summed over the whole batch's tokens
 
 class PPO(Objective):
-    "TRL's GRPO-family losses: a clipped surrogate on the ratio to the step's starting policy, group-relative advantages, a `loss_type` normaliser"
+    "TRL's GRPO-family losses: a clipped (or gated, or reweighted) surrogate on the ratio to the step's starting policy, group-relative advantages, a `loss_type` normaliser"
     def __init__(self,
                  loss_type:str='grpo',  # one of LOSS_TYPES: how token losses become the loss (TRL's names)
                  advantage:Literal['grpo', 'rloo', 'dr_grpo']|None=None,  # std-scaled, leave-one-out or centred (None: the loss type's own)
@@ -298,7 +300,10 @@ class PPO(Objective):
                  kl_in:str='reward',  # 'reward': kl_coef * (log pi - log pi_ref) off the reward; 'loss': TRL's per-token k3 term
                  max_tokens:int|None=None,  # 'dr_grpo': the constant normaliser, the run's max_new_tokens (required)
                  is_correction:str='none',  # importance weights behaviour -> old: one of IS_MODES
-                 is_cap:float=3.):  # truncation / masking threshold of the importance weights (TRL's default 3)
+                 is_cap:float=3.,  # truncation / masking threshold of the importance weights (TRL's default 3)
+                 ratio_level:str|None=None,  # 'token' or 'sequence' (GSPO: the geometric mean of a completion's token ratios); None: 'sequence' for luspo, else 'token'
+                 sapo_temperatures:tuple=(1., 1.05),  # 'sapo': the soft gate's temperature where A > 0 and where A <= 0 (TRL's defaults)
+                 vespo_gamma:tuple=(2., 3., 3., 2.)):  # 'vespo': (k, lambda) of the gamma weight where A >= 0, then where A < 0 (TRL's defaults)
         super().__init__()
         if loss_type not in LOSS_TYPES: raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
         advantage = advantage or {'dr_grpo': 'dr_grpo', 'rloo': 'rloo'}.get(loss_type, 'grpo')
@@ -313,27 +318,60 @@ class PPO(Objective):
         if not is_cap > 0: raise ValueError(f"is_cap must be > 0, got {is_cap}")
         if loss_type == 'rloo' and (kl_in == 'loss' or is_correction.startswith('token')):
             raise ValueError("loss_type 'rloo' has one ratio per sequence: use kl_in='reward' and a 'sequence_*' is_correction")
+        ratio_level = ratio_level or ('sequence' if loss_type == 'luspo' else 'token')
+        if ratio_level not in ('token', 'sequence'): raise ValueError(f"ratio_level must be 'token' or 'sequence' (GSPO), got {ratio_level!r}")
+        if ratio_level == 'sequence' and loss_type in ('rloo', 'vespo'):
+            raise ValueError(f"loss_type {loss_type!r} computes its own sequence-level ratio: leave ratio_level at 'token'")
+        if loss_type == 'vespo' and is_correction.startswith('sequence'):
+            raise ValueError("loss_type 'vespo' folds per-token importance ratios into its sequence weight: use is_correction 'token_truncate' or 'token_mask'")
+        if not (len(sapo_temperatures) == 2 and min(sapo_temperatures) > 0): raise ValueError(f"sapo_temperatures must be two numbers > 0, got {sapo_temperatures}")
+        if len(vespo_gamma) != 4: raise ValueError(f"vespo_gamma must be (k_pos, lambda_pos, k_neg, lambda_neg), got {vespo_gamma}")
         self.loss_type, self.advantage, self.clip, self.kl_coef, self.kl_in = loss_type, advantage, clip, kl_coef, kl_in
         self.clip_high = clip_high if clip_high is not None else (5. if loss_type == 'cispo' else clip)
-        self.max_tokens, self.is_correction, self.is_cap = max_tokens, is_correction, is_cap
+        self.max_tokens, self.is_correction, self.is_cap, self.ratio_level = max_tokens, is_correction, is_cap, ratio_level
+        self.sapo_temperatures, self.vespo_gamma = tuple(sapo_temperatures), tuple(vespo_gamma)
 
     @property
     def needs(self): return Needs(min_group=2, reference=self.kl_coef > 0, reference_tokens=self.kl_coef > 0 and self.kl_in == 'loss',
                                   behaviour=self.is_correction != 'none', kl_name='kl_coef')
 
     def share(self, mb:Batch, batch:Batch) -> float:
-        "Token losses over the whole batch's tokens ('dapo', 'cispo') weigh a micro-batch by its tokens, the others by its rows"
-        if self.loss_type in ('dapo', 'cispo'): return float(mb.completion_mask.sum() / batch.completion_mask.sum().clamp(min=1))
+        "Token losses over the whole batch's tokens (TOKEN_SUMS) weigh a micro-batch by its tokens, the others by its rows"
+        if self.loss_type in TOKEN_SUMS: return float(mb.completion_mask.sum() / batch.completion_mask.sum().clamp(min=1))
         return len(mb) / len(batch)
 
 # %% ../nbs/01_objectives.ipynb #a06f541b
+def vespo_weights(
+    log_ratio:Tensor,  # [B, L] per-token log pi - log pi_old (masked)
+    mask:Tensor,  # [B, L] completion mask
+    adv:Tensor,  # [B, 1] advantages
+    is_w:Tensor|None=None,  # [B, L] per-token importance weights pi_old / pi_behaviour (token_* is_correction), or None
+    k_pos:float=2., lambda_pos:float=3., k_neg:float=3., lambda_neg:float=2.,
+) -> Tensor:  # [B, 1], detached
+    "VESPO's sequence weight phi(w) = exp(lambda) w^k exp(-lambda w), w the completion's whole importance ratio (k, lambda by the advantage's sign)"
+    with torch.no_grad():
+        floor = math.log(1e-8)
+        log_w = (log_ratio.clamp(-20., 20.) * mask).sum(-1, keepdim=True)  # [B, 1]: log of the product of the token ratios
+        if is_w is not None: log_w = log_w + is_w.log().clamp(floor, 20.).sum(-1, keepdim=True)  # and behaviour -> old
+        log_w = log_w.clamp(floor, 20.)
+        pos = adv >= 0
+        k, lam = torch.where(pos, k_pos, k_neg), torch.where(pos, lambda_pos, lambda_neg).clamp(min=1e-4)
+        return (lam + k * log_w - lam * log_w.exp()).exp().nan_to_num(nan=0., posinf=0., neginf=0.)
+
 @patch
-def _surrogate(self:PPO, logprobs:Tensor, logp:Tensor, adv:Tensor, mask:Tensor) -> tuple:
-    "Per-token ([B, L]) or, for 'rloo', per-sequence ([B, 1]) losses before weighting, and the ratio"
-    if self.loss_type == 'rloo': ratio = (logp - logp.detach()).exp()[:, None]  # [B, 1]: the sequence's ratio
-    else: ratio = torch.where(mask, logprobs - logprobs.detach(), 0.).exp()  # [B, L]
+def _surrogate(self:PPO, logprobs:Tensor, adv:Tensor, mask:Tensor, is_w:Tensor|None=None, old:Tensor|None=None) -> tuple:
+    "Per-token ([B, L]) or per-sequence ([B, 1]: 'rloo', ratio_level 'sequence') losses before weighting, and the ratio"
+    old = logprobs.detach() if old is None else old  # [B, L] pi_old: the policy itself (one update a batch), or before a step's first update
+    log_ratio = torch.where(mask, logprobs - old, 0.)  # [B, L]: 0 in value with one update a batch, the gradient of log pi
+    if self.loss_type == 'rloo': ratio = log_ratio.sum(-1, keepdim=True).exp()  # [B, 1]: the sequence's ratio
+    elif self.ratio_level == 'sequence': ratio = (log_ratio.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp(min=1)).exp()  # [B, 1]
+    else: ratio = log_ratio.exp()  # [B, L]
     A = adv[:, None]
     if self.loss_type == 'cispo': return -ratio.clamp(max=self.clip_high).detach() * A * logprobs, ratio
+    if self.loss_type == 'sapo':  # a soft gate in place of the clip: sigmoid(tau (ratio - 1)) 4 / tau, slope 1 at ratio 1
+        tau = torch.where(A > 0, *self.sapo_temperatures)
+        return -torch.sigmoid(tau * (ratio - 1)) * 4 / tau * A, ratio
+    if self.loss_type == 'vespo': return -vespo_weights(log_ratio, mask, A, is_w, *self.vespo_gamma) * A * logprobs, ratio
     return -torch.min(ratio * A, ratio.clamp(1 - self.clip, 1 + self.clip_high) * A), ratio
 
 # %% ../nbs/01_objectives.ipynb #8a634a56
@@ -342,9 +380,10 @@ def _reduce(self:PPO, losses:Tensor, mask:Tensor) -> Tensor:
     "The loss of the batch the objective sees, by `loss_type`"
     if self.loss_type == 'rloo': return losses.mean()
     losses = torch.where(mask, losses, 0.)
-    if self.loss_type == 'grpo': return (losses.sum(-1) / mask.sum(-1).clamp(min=1)).mean()
+    if self.loss_type in ('grpo', 'sapo'): return (losses.sum(-1) / mask.sum(-1).clamp(min=1)).mean()
     if self.loss_type == 'dr_grpo': return losses.sum() / (len(losses) * self.max_tokens)
-    return losses.sum() / mask.sum().clamp(min=1)  # dapo, bnpo, cispo: a token mean (dapo and cispo: with `share`, over the whole batch)
+    if self.loss_type == 'luspo': return losses.sum(-1).mean()  # each sequence's token sum: weighted by its length
+    return losses.sum() / mask.sum().clamp(min=1)  # dapo, bnpo, cispo, vespo: a token mean (TOKEN_SUMS: with `share`, over the whole batch)
 
 # %% ../nbs/01_objectives.ipynb #fbffe1f1
 @patch
@@ -355,13 +394,17 @@ def forward(self:PPO, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None
     logp, ref, rewards = self._sequence_inputs(logprobs, batch, need_ref=self.kl_coef > 0)
     metrics = {'reward/mean': batch.rewards.mean()}
     if torch.isfinite(ref).all(): metrics['ref/log_ratio'] = (logp.detach() - ref).mean()  # where the searchers gave log pi_ref
-    if self.kl_coef > 0 and self.kl_in == 'reward': rewards = rewards - self.kl_coef * (logp.detach() - ref)
+    old = None if batch.old_token_logprobs is None else batch.old_token_logprobs.to(logprobs)  # None: the ratio to the policy itself
+    if self.kl_coef > 0 and self.kl_in == 'reward':  # the KL of the policy the step started from, as the reward is that of its data
+        rewards = rewards - self.kl_coef * ((logp.detach() if old is None else sequence_logprobs(old, mask)) - ref)
     adv = group_advantages(rewards, batch.group, self.advantage)  # [B]
-    losses, ratio = self._surrogate(logprobs, logp, adv, mask)  # [B, L] or [B, 1]
+    w = None
     if self.is_correction != 'none':
         check_finite(batch.behaviour_logprobs, 'behaviour', batch)
-        w, stats = is_weights(logprobs.detach(), batch.behaviour_logprobs.to(logprobs), mask, self.is_correction, self.is_cap)
-        losses, metrics = losses * w, metrics | stats
+        w, stats = is_weights(logprobs.detach() if old is None else old, batch.behaviour_logprobs.to(logprobs), mask, self.is_correction, self.is_cap)
+        metrics |= stats
+    losses, ratio = self._surrogate(logprobs, adv, mask, w, old)  # [B, L] or [B, 1]
+    if w is not None and self.loss_type != 'vespo': losses = losses * w  # vespo has them in its weight
     if self.kl_coef > 0 and self.kl_in == 'loss':
         if batch.ref_token_logprobs is None: raise ValueError("kl_in='loss' needs per-token reference log-probs (batch.ref_token_logprobs): "
                                                              "let the trainer compute the reference (ref_on: trainer)")
@@ -380,15 +423,16 @@ OBJECTIVES.register('vargrad', lambda cfg, **kw: VarGrad(cfg.beta, gamma=cfg.gam
 OBJECTIVES.register('tb', lambda cfg, log_z_init=0., **kw: TrajectoryBalance(cfg.beta, ScalarLogZ(log_z_init), cfg.log_z_lr, cfg.gamma, **kw))
 
 def stale_correction(cfg) -> str:
-    "The run's `is_correction`: 'auto' is TRL's default correction ('sequence_mask', cap 3) where trained data can be stale (async mode, or sync_every > 1), else 'none'"
+    "The run's `is_correction`: 'auto' is TRL's default correction ('sequence_mask', cap 3; per token for vespo) where trained data can be stale (async mode, or sync_every > 1), else 'none'"
     if cfg.is_correction != 'auto': return cfg.is_correction
     stale = getattr(cfg, 'mode', 'sync') == 'async' or getattr(cfg, 'sync_every', 1) > 1
-    return 'sequence_mask' if stale else 'none'
+    return ('token_mask' if getattr(cfg, 'objective', None) == 'vespo' else 'sequence_mask') if stale else 'none'
 
 def _ppo(cfg, loss_type:str, **kw) -> PPO:
     "A GRPO-family loss with the run's settings (`kw`: objective_args, or settings that replace the run's)"
     return PPO(loss_type, **dict(clip=cfg.ppo_clip, clip_high=cfg.ppo_clip_high, kl_coef=cfg.kl_coef, kl_in=cfg.kl_in,
-                                 max_tokens=cfg.max_new_tokens, is_correction=stale_correction(cfg), is_cap=cfg.is_cap) | kw)
+                                 max_tokens=cfg.max_new_tokens, is_correction=stale_correction(cfg), is_cap=cfg.is_cap,
+                                 ratio_level=cfg.ppo_ratio_level) | kw)
 
 for _lt in LOSS_TYPES: OBJECTIVES.register(_lt, lambda cfg, lt=_lt, **kw: _ppo(cfg, lt, **kw))
 OBJECTIVES.register('tba_prime', lambda cfg, **kw: _ppo(cfg, 'dr_grpo', kl_coef=cfg.beta, kl_in='reward', **kw))

@@ -35,7 +35,7 @@ def select_rows(batch:Batch, rows:list) -> Batch:
                  rewards=batch.rewards[idx], ref_logprobs=batch.ref_logprobs[idx], versions=batch.versions[idx],
                  group=torch.tensor([remap[g] for g in old.tolist()]), prompt_keys=keys,
                  trajectories=[batch.trajectories[i] for i in rows],
-                 ref_token_logprobs=None if batch.ref_token_logprobs is None else batch.ref_token_logprobs[idx, :L])
+                 **{f: None if getattr(batch, f) is None else getattr(batch, f)[idx, :L] for f in ('ref_token_logprobs', 'old_token_logprobs')})
 
 # %% ../nbs/08_trainer.ipynb #eb668fd7
 def split_groups(batch:Batch, max_rows:int) -> list:

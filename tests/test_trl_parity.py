@@ -70,25 +70,35 @@ def ours(objective, batch, logps):
 @pytest.mark.parametrize('loss_type', [t for t in LOSS_TYPES if t != 'rloo'])
 @pytest.mark.parametrize('kl_coef', [0., 0.04])
 @pytest.mark.parametrize('is_mode', ['none', 'token_truncate', 'token_mask', 'sequence_truncate', 'sequence_mask'])
-def test_grpo_family_equals_trl(case, loss_type, kl_coef, is_mode):
+@pytest.mark.parametrize('level', ['token', 'sequence'])
+@pytest.mark.parametrize('stale', [False, True])
+def test_grpo_family_equals_trl(case, loss_type, kl_coef, is_mode, level, stale):
+    """Every loss type, with the KL in the loss or not, each importance-sampling correction, the ratio per token or per sequence
+    (GSPO), and the ratio to the policy itself (one update a batch) or to an older one (a later update of num_iterations: clips,
+    gates and VESPO's weights at work)"""
+    if loss_type == 'vespo' and (level == 'sequence' or is_mode.startswith('sequence')):
+        pytest.skip("vespo takes token-level ratios only (TRL refuses sequence-level IS modes for it; tba_kit refuses both)")
     batch, m, logps, ref = case
-    obj = PPO(loss_type, kl_coef=kl_coef, kl_in='loss', max_tokens=7, is_correction=is_mode, is_cap=1.3)
+    obj = PPO(loss_type, kl_coef=kl_coef, kl_in='loss', max_tokens=7, is_correction=is_mode, is_cap=1.3, ratio_level=level)
     adv = group_advantages(batch.rewards, batch.group, obj.advantage)
+    old = torch.where(m, logps + 0.3 * torch.randn(m.shape, generator=torch.Generator().manual_seed(1)), 0.) if stale else logps
+    if stale: batch.old_token_logprobs = torch.cat([torch.zeros(len(m), 1), old], 1)
     inputs = dict(prompt_ids=torch.zeros(len(m), 1, dtype=torch.long), prompt_mask=torch.ones(len(m), 1, dtype=torch.long),
                   completion_ids=batch.input_ids[:, 1:], completion_mask=m.long(), advantages=adv, num_items_in_batch=m.sum(),
                   ref_per_token_logps=ref)
+    if stale: inputs['old_per_token_logps'] = old
     use_is = is_mode != 'none'
-    if use_is: inputs['importance_sampling_ratio'] = trl_is_ratio(logps, batch.behaviour_logprobs[:, 1:], m, is_mode, 1.3)
+    if use_is: inputs['importance_sampling_ratio'] = trl_is_ratio(old, batch.behaviour_logprobs[:, 1:], m, is_mode, 1.3)
     trl_logps = logps.clone().requires_grad_()
     s = trl_self(trl_logps, loss_type=loss_type, beta=kl_coef, epsilon_high=obj.clip_high, max_completion_length=7,
-                 use_vllm=use_is, vllm_importance_sampling_correction=use_is)
+                 use_vllm=use_is, vllm_importance_sampling_correction=use_is, importance_sampling_level=level)
     want = GRPOTrainer._compute_loss(s, None, inputs)
     want_grad, = torch.autograd.grad(want, trl_logps)
     got, got_grad = ours(obj, batch, logps)
     torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(got_grad, want_grad, atol=1e-6, rtol=1e-5)
     if use_is:  # and the weights themselves are TRL's
-        w, _ = is_weights(logps, batch.behaviour_logprobs[:, 1:], m, is_mode, 1.3)
+        w, _ = is_weights(old, batch.behaviour_logprobs[:, 1:], m, is_mode, 1.3)
         torch.testing.assert_close(torch.where(m, w.expand_as(m), 0.), torch.where(m, inputs['importance_sampling_ratio'].expand_as(m), 0.))
 
 
@@ -102,16 +112,19 @@ def test_grpo_advantages_are_trls(case):
 
 
 @pytest.mark.parametrize('kl_coef', [0., 0.05])
-def test_rloo_equals_trl(case, kl_coef):
+@pytest.mark.parametrize('stale', [False, True])
+def test_rloo_equals_trl(case, kl_coef, stale):
     "TRL's RLOOTrainer: one ratio per sequence (product of the token ratios), the KL (k1, summed) off the reward, leave-one-out advantages"
     batch, m, logps, ref = case
-    kl = (logps - ref).sum(-1)  # TRL: beta * sum_t(old - ref), subtracted from the reward
+    old = torch.where(m, logps + 0.3 * torch.randn(m.shape, generator=torch.Generator().manual_seed(1)), 0.) if stale else logps
+    if stale: batch.old_token_logprobs = torch.cat([torch.zeros(len(m), 1), old], 1)
+    kl = (old - ref).sum(-1)  # TRL: beta * sum_t(old - ref), subtracted from the reward
     r = (batch.rewards - kl_coef * kl).view(2, 3)
     adv = (r - (r.sum(1, keepdim=True) - r) / 2).flatten()
     trl_logps = logps.clone().requires_grad_()
     s = trl_self(trl_logps, cls=RLOOTrainer, loss_type=None)
     inputs = dict(prompt_ids=torch.zeros(len(m), 1, dtype=torch.long), prompt_mask=torch.ones(len(m), 1, dtype=torch.long),
-                  completion_ids=batch.input_ids[:, 1:], completion_mask=m.long(), advantages=adv, old_logps=(logps * m).sum(-1))
+                  completion_ids=batch.input_ids[:, 1:], completion_mask=m.long(), advantages=adv, old_logps=(old * m).sum(-1))
     want = RLOOTrainer._compute_loss(s, None, inputs)
     want_grad, = torch.autograd.grad(want, trl_logps)
     got, got_grad = ours(PPO('rloo', kl_coef=kl_coef), batch, logps)
