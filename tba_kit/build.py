@@ -144,7 +144,7 @@ def make_trainer(cfg:Config, model, objective, kl, pad_id:int, status=None) -> t
               precision=cfg.precision, lr_schedule=cfg.lr_schedule, warmup_steps=cfg.warmup_steps, decay_steps=cfg.decay_steps,
               stable_steps=cfg.stable_steps, total_steps=cfg.steps, beta=kl,
               ref_model='copy' if cfg.ref_on == 'trainer' or cfg.ref_reset_every else None,  # kept for resets
-              ref_reset_every=cfg.ref_reset_every, pad_id=pad_id, temperature=cfg.logprob_temp)
+              ref_reset_every=cfg.ref_reset_every, pad_id=pad_id, temperature=cfg.logprob_temp, num_iterations=cfg.num_iterations)
     if cfg.trainer_procs == 1: return cfg, Trainer(model, objective, **kw)
     if cfg.checkpoint_every is None:  # a rank's fault takes the ranks' optimizer state with it: only checkpoints keep steps
         cfg = cfg.replace(checkpoint_every=RANKS_CHECKPOINT_EVERY)

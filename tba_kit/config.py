@@ -117,6 +117,7 @@ class Config(SearchFields):
     weight_decay:float = 0.
     max_grad_norm:float|None = 1.0
     micro_batch_rows:int = 32
+    num_iterations:int = 1  # optimizer updates per batch (TRL's name): the later ones take the ratio to the policy of the first (the GRPO family's clip acts)
     ref_reset_every:int = 0  # rho: reset the reference to the policy every rho steps (TBA'; 0: never)
     trainer_threads:int = 1  # torch threads of the trainer process (with trainer_procs > 1: rank 0's; each other rank gets trainer_threads / trainer_procs)
     trainer_procs:int = 1  # ranks of the trainer (started by tba train on this machine, or by torchrun; ranks notebook)
@@ -203,7 +204,7 @@ def validate(self:Config):
 def check_ranges(self:Config):
     "Refuse numbers out of their range, and settings that are silent or misleading (a negative grad norm, a zero time limit)"
     for name in ('prompts_per_step', 'searchers', 'searcher_threads', 'trainer_threads', 'trainer_procs', 'search_prompts', 'sync_every', 'eval_batch_size',
-                 'max_new_tokens', 'steps', 'micro_batch_rows', 'buffer_capacity', 'recent_window', 'keep_checkpoints'):
+                 'max_new_tokens', 'steps', 'micro_batch_rows', 'num_iterations', 'buffer_capacity', 'recent_window', 'keep_checkpoints'):
         _need(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
     for name in ('stable_steps', 'checkpoint_every'): _need(getattr(self, name) is None or getattr(self, name) >= 0, name, f"must be >= 0 or null, got {getattr(self, name)}")
     for name in ('prefill', 'warmup_steps', 'decay_steps', 'beta_steps', 'ref_reset_every', 'eval_every', 'diversity_every', 'eval_kl_samples', 'eval_samples', 'searcher_restarts', 'validation', 'precision_probe_every'):
@@ -316,7 +317,6 @@ TRL_FIELDS = {
     'warmup_ratio': "warmup_steps (a number of steps)", 'bf16': "precision: bf16-mixed (auto chooses per machine)",
     'top_k': "engine_args: {top_k: ...}", 'sync_ref_model': "ref_reset_every (steps between resets of the reference to the policy)",
     'reward_weights': "not yet: a task has one reward function (combine yours into one for now)",
-    'num_iterations': "not yet: each batch is trained on once (replay, p_recent < 1, trains a completion again in later steps)",
     'mask_truncated_completions': "not applicable yet: a truncated completion keeps the reward its task gives it (a task may give it 0 or None)",
     'max_prompt_length': "not applicable: prompts are never cut (a task controls their length)",
 }

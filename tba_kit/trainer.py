@@ -111,14 +111,16 @@ class Trainer:
                  ref_reset_every:int=0,  # rho: reset the reference to the policy every rho steps (0: never)
                  pad_id:int=0,
                  temperature:float=1.,  # log-probs of softmax(logits / temperature), policy and reference: the searchers' logprob_temperature
-                 share_prompts:bool=True):  # run each group's prompt once per forward (same numbers, a fraction of the compute)
+                 share_prompts:bool=True,  # run each group's prompt once per forward (same numbers, a fraction of the compute)
+                 num_iterations:int=1):  # optimizer updates per batch (TRL's num_iterations, the GRPO paper's mu): the later ones take the ratio to the policy of the first
+        if not num_iterations >= 1: raise ValueError(f"num_iterations must be >= 1, got {num_iterations}")
         if precision not in ('bf16-mixed', 'fp32', 'bf16'): raise ValueError(f"precision must be 'bf16-mixed', 'fp32' or 'bf16', got {precision!r}")
         if precision != 'bf16': model.float()
         else: model.to(torch.bfloat16)
         self.device = model_device(model)
         self.model, self.objective, self.precision, self.pad_id = model.train(), objective.to(self.device), precision, pad_id
         self.max_grad_norm, self.micro_batch_rows, self.beta, self.ref_reset_every = max_grad_norm, micro_batch_rows, beta, ref_reset_every
-        self.share_prompts, self.temperature = share_prompts, temperature
+        self.share_prompts, self.temperature, self.num_iterations, self._old = share_prompts, temperature, num_iterations, {}
         self.ref = copy.deepcopy(model).eval().requires_grad_(False) if ref_model == 'copy' else ref_model
         self.params = [p for p in model.parameters() if p.requires_grad]
         groups = [dict(params=self.params, lr=lr, weight_decay=weight_decay)] + objective.param_groups()
@@ -185,9 +187,11 @@ def off_policy_stats(lp:torch.Tensor, mb:Batch) -> dict:
 @patch
 def _backward(self:Trainer, mb:Batch, w:float, scale:float=1.) -> dict:
     "Forward and backward on micro-batch `mb`, its loss weighted by `w` (its share of the batch) times `scale`; the loss terms weighted by `w`"
+    key = tuple(map(id, mb.trajectories))  # the same micro-batch in each of a step's updates
     mb = mb.to(self.device)  # batches are collated on the CPU; the policy may live on a GPU
     self._fill_ref(mb)
     lp, prompt_repr = self._forward(mb)
+    if self.num_iterations > 1: mb.old_token_logprobs = self._old.setdefault(key, lp.detach())  # pi_old: the first update's policy
     out = self.objective(lp, mb, prompt_repr)
     (out.loss * (w * scale)).backward()
     return {k: v.detach().float() * w for k, v in {**out.terms, **out.metrics, **off_policy_stats(lp, mb), 'loss': out.loss}.items()}
@@ -212,21 +216,30 @@ def _reset_ref(self:Trainer): self.ref.load_state_dict(self.model.state_dict()) 
 
 # %% ../nbs/08_trainer.ipynb #181e4d01
 @patch
-def step(self:Trainer, batch:Batch,
-         progress:float|None=None,  # share of the run's budget spent (0..1): the lr schedule follows it (`follow`); None: one schedule step per update
-        ) -> dict:
-    "One optimisation step on `batch`; returns metrics"
-    t0 = time.perf_counter()
-    if progress is not None: self.follow(progress)
-    if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
-    self._check_resolution(batch)
-    B, sums = len(batch), self._accumulate(batch)
+def _update(self:Trainer, batch:Batch) -> tuple:
+    "One optimizer update on `batch`: (the loss terms summed over its micro-batches, the gradient norm before clipping)"
+    sums = self._accumulate(batch)
     grad_norm = self._clip()
     if not (torch.isfinite(sums['loss']) and torch.isfinite(grad_norm)): self._refuse(batch, float(sums['loss']), float(grad_norm))
     self._check_loss(float(sums.pop('loss')), batch.rewards)
     before, sums_before = self._norm_after or self._weight_norm(), self._bf16_probe()  # the last update's norm, unless weights were loaded since
     self.optimizer.step(); self.optimizer.zero_grad(set_to_none=True)
     self._check_update(before, sums_before)
+    return sums, grad_norm
+
+@patch
+def step(self:Trainer, batch:Batch,
+         progress:float|None=None,  # share of the run's budget spent (0..1): the lr schedule follows it (`follow`); None: one schedule step per update
+        ) -> dict:
+    "One optimisation step on `batch` (`num_iterations` updates; one version, one schedule step); returns metrics"
+    t0 = time.perf_counter()
+    if progress is not None: self.follow(progress)
+    if self.beta is not None: _set_beta(self.objective, self.beta(self.step_count))
+    self._check_resolution(batch)
+    B = len(batch)
+    try:
+        for _ in range(self.num_iterations): sums, grad_norm = self._update(batch)  # the metrics of the last
+    finally: self._old.clear()
     lr = self.optimizer.param_groups[0]['lr']
     if progress is None: self.scheduler.step()
     self.step_count += 1
