@@ -104,15 +104,15 @@ def curves(runs, x:str='step', window:int=10, reward_key:str='reward/mean', eval
     return fig
 
 # %% ../nbs/12_viz.ipynb #26cc738c
-_HEALTH = [('loss/tb', 'TB loss'), ('tb/logZ', 'log Z'), ('eval/kl', 'KL to reference (fresh samples)'),
-           ('ref/log_ratio', 'log-ratio to reference (replayed)'), ('buffer/size', 'buffer size'),
-           ('buffer/staleness_mean', 'mean staleness (versions)'), (('offpolicy/kl', 'sync/precision_kl'), 'KL searcher → trainer: trained tokens, probe (dots)'),
+_HEALTH = [('loss/tb', 'TB loss'), ('tb/logZ', 'log Z'), ('eval/kl', 'KL to reference (fresh)'),
+           ('ref/log_ratio', 'log-ratio to ref (replayed)'), ('buffer/size', 'buffer size'),
+           ('buffer/staleness_mean', 'mean staleness (versions)'), (('offpolicy/kl', 'sync/precision_kl'), 'KL searcher → trainer'),
            ('search/tokens_per_s', 'searcher tokens/s')]
 
 def health(runs, x:str='step'):
     "A grid of run-health series plus the trainer's busy and waiting seconds per step"
     go, sp = _plotly('graph_objects'), _plotly('subplots')
-    titles = [t for _, t in _HEALTH] + ['trainer seconds per step (busy / waiting)']  # the last panel: row 3, column 3
+    titles = [t for _, t in _HEALTH] + ['trainer s / step: busy, waiting']  # the last panel: row 3, column 3
     fig = sp.make_subplots(rows=3, cols=3, subplot_titles=titles)
     for j, (name, rows) in enumerate(_runs(runs).items()):
         for i, (keys, _) in enumerate(_HEALTH):
@@ -149,12 +149,15 @@ def diversity(runs):
 
 # %% ../nbs/12_viz.ipynb #4db97d3a
 def _buffer_contents(source, version:int|None=None) -> tuple:
-    "(staleness, rewards) of every completion in the buffer of a live Run, a ReplayBuffer, or a run's checkpoint"
+    "(staleness, rewards) of every completion in the buffer of a live Run, a ReplayBuffer, a run's checkpoint, or a run kept as data"
     if hasattr(source, 'buffer') and hasattr(source, 'trainer'):  # a live loop.Run
         source, version = source.buffer, source.trainer.version if version is None else version
     if hasattr(source, 'trajectories'):  # a ReplayBuffer
         trajs = list(source.trajectories())
         versions, rewards = [t.version for t in trajs], [t.reward for t in trajs]
+    elif (kept := Path(getattr(source, 'out_dir', source)) / 'buffer.json').exists():  # a run kept as data, without checkpoints (tools/keep_run.py)
+        kept = json.loads(kept.read_text())
+        versions, rewards, version = kept['versions'], kept['rewards'], kept['version'] if version is None else version
     else:
         ck = find_checkpoint(getattr(source, 'checkpoint', None) or getattr(source, 'out_dir', source))
         rows = torch.load(ck / 'buffer.pt', weights_only=False)['rows']
@@ -280,4 +283,4 @@ def answers(run, prompts:int=4):
         xs = [str(a) for a in r['answers']] + ['other']
         for j, (name, ps) in enumerate([('policy', r['policy']), (f"target (beta {run['beta']:g})", r['target'])]):
             fig.add_trace(go.Bar(x=xs, y=ps, name=name, marker_color=_color(j), showlegend=i == 0), row=i + 1, col=1)
-    return fig.update_layout(barmode='group', height=220 * len(rows), yaxis_title='probability')
+    return fig.update_layout(barmode='group', height=120 + 200 * len(rows), yaxis_title='probability')  # 200 px a prompt, room for titles

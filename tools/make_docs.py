@@ -139,8 +139,12 @@ def site_links(text: str, origin: Path, page: Path) -> str:
 
 
 LEDGER = 'benchmarks/RESULTS.md'
+# the cells' 'In [ ]:' prompts hold no numbers (the notebooks are saved clean): hidden, the code and tables get their width
+CSS = '''.jupyter-wrapper .jp-InputPrompt, .jupyter-wrapper .jp-OutputPrompt { display: none !important; }
+.md-grid { max-width: 1440px; }
+'''
 # the course: the home page, the tutorials in learning order, the modules in dependency order, then the results
-COURSE = ['tutorials/tour.ipynb', 'tutorials/tba_from_scratch.ipynb', 'tutorials/quickstart.ipynb', 'tutorials/bring_your_own_task.ipynb',
+COURSE = ['tutorials/tour.ipynb', 'tutorials/tba_from_scratch.ipynb', 'tutorials/quickstart.ipynb', 'tutorials/bring_your_own_task.ipynb', 'tutorials/from_trl.ipynb',
           'tutorials/objectives_compared.ipynb', 'tutorials/diversity.ipynb', 'tutorials/scaling_out.ipynb']
 RESULTS = ['results/peers.ipynb', 'results/precision.ipynb', 'results/off_policy.ipynb', 'tutorials/measurements.ipynb']
 
@@ -166,10 +170,11 @@ def write_config(pages: list) -> Path:
            'docs_dir': str(PAGES), 'site_dir': str(SITE), 'use_directory_urls': False,
            'theme': {'name': 'material', 'features': ['navigation.sections', 'navigation.expand', 'search.highlight']},
            'site_url': SITE_URL,  # the Documentation URL: 404.html and the sitemap name their pages under its subpath
-           'plugins': ['search', {'mkdocs-jupyter': {'execute': False, 'include_source': True, 'ignore_h1_titles': False,
+           'plugins': ['search', {'mkdocs-jupyter': {'execute': False, 'include_source': True,
+                                                      'ignore_h1_titles': True,  # the navigation's titles (module numbers, 'Home'), not each page's h1
                                                       'custom_mathjax_url': f'{MATHJAX}?config=TeX-AMS-MML_HTMLorMML-full,Safe'}}],
            'hooks': [str(ROOT / 'tools' / 'docs_hooks.py')],  # the placeholder becomes each page's path to the site's MathJax
-           'extra_javascript': ['assets/plotly.min.js'], 'nav': nav(pages)}
+           'extra_javascript': ['assets/plotly.min.js'], 'extra_css': ['assets/site.css'], 'nav': nav(pages)}
     path = DOCS / 'mkdocs.yml'
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -182,6 +187,7 @@ def build(serve: bool = False) -> Path:
     figures = sum(process(p, PAGES / p.relative_to(SRC)) for p in pages)
     for f in EXTRA_PAGES: (PAGES / Path(f).name).write_text(site_links((ROOT / f).read_text(), ROOT / f, PAGES / Path(f).name))
     (PAGES / 'assets').mkdir(exist_ok=True)
+    (PAGES / 'assets' / 'site.css').write_text(CSS)
     shutil.copy(Path(plotly.__file__).parent / 'package_data' / 'plotly.min.js', PAGES / 'assets' / 'plotly.min.js')
     mathjax = importlib.util.find_spec('jupyter_server_mathjax').submodule_search_locations[0]  # its files, without importing jupyter_server
     shutil.copytree(Path(mathjax) / 'static', PAGES / 'assets' / 'mathjax')  # the math, offline
