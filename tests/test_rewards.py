@@ -15,10 +15,11 @@ def dataset_with_two_rewards(tmp_path, module:str) -> dict:
     return dict(task='dataset', task_args=dict(path=str(tmp_path / 'train.jsonl'), reward=rewards, reward_weights=[1., 0.5], test_size=2))
 
 
-@pytest.mark.parametrize('placement', ['inline', pytest.param('process', marks=pytest.mark.process)])
-def test_several_rewards_are_each_logged(tmp_path, placement):
-    asyncio.run(run(model='tiny', k=4, prompts_per_step=2, search_prompts=2, max_new_tokens=6, prefill=8, precision='fp32', steps=3,
-                    placement=placement, eval=False, out_dir=str(tmp_path / 'r'), progress=False, **dataset_with_two_rewards(tmp_path, f'scoring_{placement}')))
+@pytest.mark.parametrize('placement,mode', [('inline', 'async'), ('inline', 'sync'), pytest.param('process', 'async', marks=pytest.mark.process)])
+def test_several_rewards_are_each_logged(tmp_path, placement, mode):
+    asyncio.run(run(model='tiny', k=4, prompts_per_step=2, search_prompts=2, max_new_tokens=6, prefill=8, precision='fp32', steps=3, mode=mode,
+                    placement=placement, eval=False, out_dir=str(tmp_path / 'r'), progress=False,
+                    **dataset_with_two_rewards(tmp_path, f'scoring_{placement}_{mode}')))
     rows = [json.loads(l) for l in open(tmp_path / 'r' / 'metrics.jsonl')]
     logged = [r for r in rows if 'rewards/has_letter/mean' in r]
     assert logged and all({'rewards/has_letter/std', 'rewards/short/mean', 'rewards/short/std'} <= set(r) for r in logged), rows
