@@ -64,8 +64,6 @@ def from_dataset(train, reward, test=None, test_size:float|int=0, seed:int=0, pr
     kw = dict(prompt_column=prompt_column, id_column=id_column)
     return PromptTask(dataset_prompts(rows, 'train', **kw), fn, dataset_prompts(test, 'test', **kw) if test is not None else [], name=name)
 
-PromptTask.from_dataset = staticmethod(from_dataset)
-
 # %% ../nbs/06k_data.ipynb #00227eb7
 _FILES = {'.json': 'json', '.jsonl': 'json', '.csv': 'csv', '.parquet': 'parquet'}
 

@@ -230,6 +230,12 @@ class PromptTask:
             if q.id in seen: raise ValueError(f"task {name!r}: prompt id {q.id!r} is used twice; ids must be unique across splits")
             seen[q.id] = q
 
+    @staticmethod
+    def from_dataset(*args, **kw) -> PromptTask:
+        "A task from a dataset in TRL's prompt formats, its other columns handed to the reward: `data.from_dataset` (notebook 06k)"
+        from tba_kit.data import from_dataset
+        return from_dataset(*args, **kw)
+
     def prompts(self, split:str='train') -> list:
         if split not in self._splits: raise ValueError(f"split must be 'train' or 'test', got {split!r}")
         return self._splits[split]
