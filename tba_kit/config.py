@@ -316,7 +316,8 @@ TRL_FIELDS = {
     'num_train_epochs': "steps or time_limit (minutes of training): tba_kit samples prompts without replacement, epoch after epoch",
     'warmup_ratio': "warmup_steps (a number of steps)", 'bf16': "precision: bf16-mixed (auto chooses per machine)",
     'top_k': "engine_args: {top_k: ...}", 'sync_ref_model': "ref_reset_every (steps between resets of the reference to the policy)",
-    'reward_weights': "not yet: a task has one reward function (combine yours into one for now)",
+    'reward_weights': "task_args: {reward: [f, g], reward_weights: [1.0, 0.5]} (task: dataset), or rewards.RewardSet(funcs, weights) as a task's reward",
+    'multi_objective_aggregation': "task_args: {reward_aggregation: sum_then_normalize or normalize_then_sum} (task: dataset), or RewardSet(..., aggregation=...)",
     'mask_truncated_completions': "not applicable yet: a truncated completion keeps the reward its task gives it (a task may give it 0 or None)",
     'max_prompt_length': "not applicable: prompts are never cut (a task controls their length)",
 }

@@ -10,6 +10,7 @@ import asyncio, time
 
 from fastcore.basics import patch
 
+from .rewards import merge_moments, reward_stats
 from .runtime import say
 from .searchers import SearcherError
 from .tasks import RewardError
@@ -140,7 +141,7 @@ def metrics(self:SearchPool) -> dict:
     if probes: out['sync/precision_kl'], out['sync/precision_version'] = max(probes)  # the searcher furthest from the trainer
     temps = [m['search/temperature'] for _, m in st if 'search/temperature' in m]
     if temps: out['search/temperature'] = sum(temps) / len(temps)  # the mean over searches (an `Anneal` moves it)
-    return out
+    return out | reward_stats(merge_moments([m['search/reward_moments'] for _, m in st if 'search/reward_moments' in m]))  # several rewards: each one's
 
 # %% ../nbs/09e_pool.ipynb #p17
 @patch

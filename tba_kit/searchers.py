@@ -17,6 +17,7 @@ from torch import nn
 
 from .core import Registry, Trajectory, sequence_logprob_sums
 from .generation import generate_completions
+from .rewards import reward_moments
 from .tasks import Prompt, encode_prompts, score
 from .weights import CHANNELS, WeightChannel, WeightHandle, install_state
 
@@ -105,6 +106,7 @@ class Rollouts(NamedTuple):
     ref_logprobs:np.ndarray|None  # [K] float64: log pi_ref of each completion (None: the trainer computes them)
     texts:list  # [K] decoded completions
     rewards:np.ndarray|None = None  # [K] float64 (NaN: unscored) where the worker scored them, else None: scored by the driver
+    reward_parts:dict|None = None  # {name: [K] float64 (NaN: did not apply)}: each reward function's own, where the worker scored several
 
 # %% ../nbs/07_searchers.ipynb #f531070b
 def pack_group(group:list) -> Rollouts:
@@ -157,6 +159,7 @@ class SearcherBase:
         tokens = sum(len(c.ids) for _, c in flat)
         m = {'search/tokens': tokens, 'search/seconds': gen_s, 'search/tokens_per_s': tokens / max(gen_s, 1e-9),
              'search/completions': len(trajs), 'search/unscored': len(flat) - len(trajs), 'search/version': version, 'search/reward_seconds': reward_s}
+        if parts := getattr(rewards, 'parts', None): m['search/reward_moments'] = reward_moments(parts)  # several reward functions: the pool logs each one's mean and std
         if self.temperature is not None: m['search/temperature'] = temperature_at(self.temperature, version)
         m.update(sync if isinstance(sync, dict) else {} if sync is None else {'sync/load_seconds': sync})
         if self.restarts: m['search/restarts'] = self.restarts  # of its worker, so far

@@ -15,8 +15,9 @@ from .models import require
 
 # %% auto #0
 __all__ = ['FAMILIES', 'TASKS', 'Prompt', 'completion_text', 'RewardError', 'encode_prompts', 'render_prompts', 'RewardMark',
-           'score', 'Task', 'PromptTask', 'ValidationSplit', 'last_number', 'same_number', 'reasoning_gym_splits',
-           'reasoning_gym_distinct', 'increments', 'ArithmeticTask', 'arithmetic_reward', 'make_task']
+           'Scores', 'score', 'Task', 'PromptTask', 'ValidationSplit', 'last_number', 'same_number',
+           'reasoning_gym_splits', 'reasoning_gym_distinct', 'increments', 'ArithmeticTask', 'arithmetic_reward',
+           'make_task']
 
 # %% ../nbs/06_tasks.ipynb #42982bd5
 @dataclass(slots=True)
@@ -154,6 +155,10 @@ class RewardMark:
             with contextlib.suppress(OSError): path.unlink(missing_ok=True)
 
 # %% ../nbs/06_tasks.ipynb #92435a2e
+class Scores(list):
+    "One reward (or None) per completion and, where several reward functions were combined, each one's own (`parts`: name -> list)"
+    def __init__(self, rewards, parts:dict|None=None): super().__init__(rewards); self.parts = parts
+
 async def score(
     reward_fn:Callable,  # TRL-style reward function, sync or async
     prompts:Sequence[Prompt],  # one per completion
@@ -161,7 +166,10 @@ async def score(
     completion_ids:Sequence[list]|None=None,  # token ids of each completion
     timeout:float|None=None,  # seconds the reward function may take (None: no limit)
 ) -> list:  # float or None per completion
-    "Call a TRL-style reward function on a batch and validate its answer"
+    "Call a TRL-style reward function on a batch and validate its answer; several (a `rewards.RewardSet`) are each called and checked, then combined"
+    if (funcs := getattr(reward_fn, 'reward_funcs', None)) is not None:
+        parts = {name: await score(f, prompts, completions, completion_ids, timeout) for name, f in funcs.items()}
+        return Scores(reward_fn.aggregate(parts, prompts), parts)
     n = len(completions)
     if len(prompts) != n: raise ValueError(f"score got {len(prompts)} prompts for {n} completions")
     cols = {}
@@ -214,12 +222,19 @@ class PromptTask:
                  test:Sequence[Prompt|str]=(),  # held-out prompts for evaluation
                  name:str='custom'):
         self.name, self.reward_fn = name, reward_fn
+        if hasattr(reward_fn, 'reward_funcs'): self.reward = reward_fn  # several (a RewardSet): `score` sees each function through task.reward
         self._splits = {'train': _as_prompts(train, 'train'), 'test': _as_prompts(test, 'test')}
         if not self._splits['train']: raise ValueError(f"task {name!r} has no training prompts")
         seen = {}
         for q in self._splits['train'] + self._splits['test']:
             if q.id in seen: raise ValueError(f"task {name!r}: prompt id {q.id!r} is used twice; ids must be unique across splits")
             seen[q.id] = q
+
+    @staticmethod
+    def from_dataset(*args, **kw) -> PromptTask:
+        "A task from a dataset in TRL's prompt formats, its other columns handed to the reward: `data.from_dataset` (notebook 06k)"
+        from tba_kit.data import from_dataset
+        return from_dataset(*args, **kw)
 
     def prompts(self, split:str='train') -> list:
         if split not in self._splits: raise ValueError(f"split must be 'train' or 'test', got {split!r}")
@@ -232,14 +247,19 @@ class PromptTask:
         "`score` with this task's reward"
         return await score(self.reward_fn, prompts, completions, completion_ids)
 
+    def held_out_rewards(self, prompts:list, completions:list) -> list:
+        "Rewards of held-out completions: several reward functions summed with their weights, never normalised within a group"
+        rs = _run(score(self.reward_fn, prompts, completions))
+        return self.reward_fn.total(rs.parts) if getattr(rs, 'parts', None) else rs
+
     def evaluate(self, prompts:list, completions:list) -> dict:
         "Mean reward of held-out completions (None counts as 0) and the share scoring above 0.5"
-        rs = [0. if r is None else r for r in _run(score(self.reward_fn, prompts, completions))]
+        rs = [0. if r is None else r for r in self.held_out_rewards(prompts, completions)]
         return {'reward': sum(rs) / max(len(rs), 1), 'accuracy': sum(r > 0.5 for r in rs) / max(len(rs), 1)}
 
     def correct(self, prompts:list, completions:list) -> list:
         "1.0 for each completion scoring above 0.5, else 0.0: what `accuracy` counts (evaluation's intervals and sampled accuracy)"
-        return [float(r is not None and r > 0.5) for r in _run(score(self.reward_fn, prompts, completions))]
+        return [float(r is not None and r > 0.5) for r in self.held_out_rewards(prompts, completions)]
 
     def __repr__(self): return f"{type(self).__name__}({self.name!r}, train={len(self._splits['train'])}, test={len(self._splits['test'])})"
 
@@ -369,6 +389,7 @@ TASKS = Registry('task')  # name -> factory(**task_args) -> Task; later notebook
 TASKS['arithmetic'] = ArithmeticTask
 TASKS['gsm8k'], TASKS['tldr'], TASKS['redteam'] = 'tba_kit.gsm8k:GSM8KTask', 'tba_kit.tldr:TLDRTask', 'tba_kit.redteam:make_redteam_task'
 TASKS['multiples'] = 'tba_kit.answers:MultiplesTask'  # many right answers a prompt (notebook 06d)
+TASKS['dataset'] = 'tba_kit.data:dataset_task'  # any dataset in TRL's prompt formats (notebook 06k)
 
 def make_task(name:str, **kw) -> Task:
     "A task from a built-in name or an import path 'module:factory', built with `kw`"

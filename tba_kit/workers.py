@@ -18,7 +18,7 @@ from .core import Registry, proc_state
 from .models import load_model
 from .searchers import (Anneal, Generator, PendingWeights, Placement, SearcherBase, SearcherError, SearcherLost, config_error, engine_of,
     logprob_temperature_of, pack_group, sampling_temperature, unpack_group)
-from .tasks import TASKS, RewardError, make_task, score
+from .tasks import TASKS, RewardError, Scores, make_task, score
 from .weights import WeightHandle
 
 _log = logging.getLogger('tba_kit')  # warnings: a searcher process restarted
@@ -64,8 +64,12 @@ class Scorer:
         t, flat = time.perf_counter(), [(p, c.text, c.ids.tolist()) for p, r in zip(prompts, records) for c in unpack_group(r)]
         try: rewards = asyncio.run(score(self.task.reward, *map(list, zip(*flat)), self.timeout)) if flat else []
         except RewardError as e: return records, str(e), time.perf_counter() - t
-        it = iter(np.nan if x is None else x for x in rewards)
-        return [r._replace(rewards=np.array([next(it) for _ in r.texts], np.float64)) for r in records], None, time.perf_counter() - t
+        def per_record(xs):  # one float64 array per record (NaN: None) from a flat list
+            it = iter(np.nan if x is None else x for x in xs)
+            return [np.array([next(it) for _ in r.texts], np.float64) for r in records]
+        parts = {n: per_record(xs) for n, xs in (getattr(rewards, 'parts', None) or {}).items()}  # several reward functions: each one's
+        return [r._replace(rewards=rs, reward_parts={n: p[i] for n, p in parts.items()} or None)
+                for i, (r, rs) in enumerate(zip(records, per_record(rewards)))], None, time.perf_counter() - t
 
     def close(self):
         if hasattr(self.task, 'close'): self.task.close()  # e.g. a red-teaming victim's engine
@@ -235,7 +239,9 @@ def _scored(self:ProcessSearcher, version, records, load_s, reward_error, reward
     self.reward_seconds_there = reward_s
     if reward_error is not None: raise RewardError(reward_error)
     scored = self.scores_there and self._prompts is not None  # (the worker was sent the prompts to score)
-    self._rewards = [None if np.isnan(x) else float(x) for r in records for x in r.rewards] if scored else None
+    flat = lambda arrays: [None if np.isnan(x) else float(x) for a in arrays for x in a]
+    parts = {n: flat(r.reward_parts[n] for r in records) for n in records[0].reward_parts} if scored and records and records[0].reward_parts else None
+    self._rewards = Scores(flat(r.rewards for r in records), parts) if scored else None
     return version, records, load_s
 
 @patch

@@ -53,10 +53,11 @@ def test_from_scratch_tutorial_stays_short():
 
 # the lessons whose outputs are their teaching: each keeps them (refreshed with tools/render_notebooks.py --execute)
 KEEPS_OUTPUTS = ['00_core', '01_objectives', '02_buffer', '03_samplers', '05_models', '06_tasks', '06a_metrics', '06b_gsm8k', '06c_tldr',
-                 '06d_answers', '06e_weights', '06f_generation', '06g_evaluation', '06h_probe', '06i_data', '06j_hf_metrics', '07_searchers', '07a_workers', '07b_vllm',
+                 '06d_answers', '06e_weights', '06f_generation', '06g_evaluation', '06h_probe', '06i_rewards', '06j_hf_metrics', '06k_data',
+                 '07_searchers', '07a_workers', '07b_vllm',
                  '07c_redteam', '07d_ray', '08_trainer', '09_config', '09a_checkpoints', '09b_records', '09c_runtime', '09d_parts',
                  '09e_pool', '09g_build', '10_loop', '11_cli', '12_viz', 'index', 'tutorials/bring_your_own_task', 'tutorials/diversity',
-                 'tutorials/objectives_compared', 'tutorials/quickstart', 'tutorials/tba_from_scratch', 'tutorials/tour']
+                 'tutorials/from_trl', 'tutorials/objectives_compared', 'tutorials/quickstart', 'tutorials/tba_from_scratch', 'tutorials/tour']
 # what an output must not hold: this machine's folders, temporary ones, an installed package's path
 MACHINE_PATH = re.compile(r'/tmp/|/work/|/home/|/root/|/Users/|site-packages|\btmp[a-z0-9_]{8}\b')
 
