@@ -10,7 +10,7 @@ import html
 
 from .loop import run
 from .models import require
-from .viz import buffer_histograms, curves, diversity, health, timeline
+from .viz import buffer_histograms, curves, diversity, health, reward_functions, timeline
 
 # %% auto #0
 __all__ = ['Dashboard', 'in_jupyter', 'run_dashboard']
@@ -31,6 +31,7 @@ class Dashboard:
         self.draws = {'reward & accuracy': lambda rows: curves(rows, window=self.every), 'health': health,
                       'timeline': lambda _: timeline(self.run, last=self.window), 'buffer': lambda _: buffer_histograms(self.run)}
         if cfg.diversity_every: self.draws['diversity'] = diversity
+        if hasattr(run.task.reward, 'reward_funcs'): self.draws['rewards'] = reward_functions  # several reward functions: each one's
         self.outputs, self.figs = {name: w.Output() for name in self.draws}, {}
         self.tabs = w.Tab(children=list(self.outputs.values()), titles=list(self.outputs))
         self.panel = w.VBox([w.HBox([self.progress, self.status, self.stop_button]), self.phase_label, self.numbers, self.tabs])

@@ -16,8 +16,8 @@ from .checkpoints import find_checkpoint
 from .models import require
 
 # %% auto #0
-__all__ = ['read_metrics', 'curves', 'health', 'diversity', 'buffer_histograms', 'histograms', 'timeline', 'pareto', 'divergence',
-           'answers']
+__all__ = ['read_metrics', 'curves', 'reward_functions', 'health', 'diversity', 'buffer_histograms', 'histograms', 'timeline',
+           'pareto', 'divergence', 'answers']
 
 # %% ../nbs/12_viz.ipynb #b74556b0
 def read_metrics(run, file:str='metrics.jsonl') -> list:
@@ -102,6 +102,27 @@ def curves(runs, x:str='step', window:int=10, reward_key:str='reward/mean', eval
     fig.update_xaxes(title_text=label)
     fig.update_layout(height=350, margin=dict(t=40, b=40))
     return fig
+
+# %% ../nbs/12_viz.ipynb #a6a44068
+def reward_functions(runs, x:str='step'):
+    "Each reward function's mean (line) and std (band) of one or more runs whose task has several (`rewards/<name>/mean`, `/std`)"
+    if x not in ('step', 'time'): raise ValueError(f"x must be 'step' or 'time', got {x!r}")
+    go, sp = _plotly('graph_objects'), _plotly('subplots')
+    runs = _runs(runs)
+    names = list(dict.fromkeys(k.split('/')[1] for rows in runs.values() for r in rows for k in r if k.startswith('rewards/') and k.endswith('/mean')))
+    if not names: raise ValueError("these runs log no reward function of their own: a task with several (rewards.RewardSet) logs each one")
+    fig = sp.make_subplots(rows=1, cols=len(names), subplot_titles=names)
+    for j, (run, rows) in enumerate(runs.items()):
+        for i, name in enumerate(names):
+            pts = [(a, m, s) for a, m, s in zip(*_series(rows, f'rewards/{name}/mean', x), _series(rows, f'rewards/{name}/std', x)[1]) if math.isfinite(m)]
+            if not pts: continue
+            xs, ms, sd = zip(*pts)
+            sd = [s if math.isfinite(s) else 0. for s in sd]
+            band = go.Scatter(x=list(xs) + list(xs)[::-1], y=[m + s for m, s in zip(ms, sd)] + [m - s for m, s in zip(ms, sd)][::-1], fill='toself',
+                              line_width=0, fillcolor=_color(j), opacity=0.2, name=f"{run} {name} ± std", legendgroup=run, showlegend=False)
+            fig.add_trace(band, 1, i + 1)
+            fig.add_trace(go.Scatter(x=xs, y=ms, name=f"{run} {name}", line_color=_color(j), legendgroup=run, showlegend=i == 0), 1, i + 1)
+    return fig.update_layout(height=320, margin=dict(t=40, b=40)).update_xaxes(title_text='training minutes' if x == 'time' else 'step')
 
 # %% ../nbs/12_viz.ipynb #26cc738c
 _HEALTH = [('loss/tb', 'TB loss'), ('tb/logZ', 'log Z'), ('eval/kl', 'KL to reference (fresh)'),
