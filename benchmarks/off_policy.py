@@ -49,7 +49,10 @@ from evidence import config_of, evaluations, points_svg, provenance, rel, rows, 
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 OBJECTIVES = {'tb': ['--objective=tb'], 'vargrad': ['--objective=vargrad'], 'grpo': ['--objective=grpo', '--is_correction=none'],
-              'grpo_tis': ['--objective=grpo', '--is_correction=token_truncate']}
+              'grpo_tis': ['--objective=grpo', '--is_correction=token_truncate'],
+              # TRL's losses made for off-policy updates, with the same token-level TIS as grpo_tis (vespo folds it into its weight)
+              'sapo': ['--objective=sapo', '--is_correction=token_truncate'], 'vespo': ['--objective=vespo', '--is_correction=token_truncate']}
+SWEPT = ['tb', 'vargrad', 'grpo', 'grpo_tis']  # the objectives of the sweep's default (the ledger's divergence.json)
 
 
 def record_of(run:Path, wall:float, device:str='cpu') -> dict:
@@ -209,7 +212,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--config', default='configs/quickstart.yaml')
     ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2, 3, 4])
-    ap.add_argument('--objectives', nargs='+', default=list(OBJECTIVES), choices=list(OBJECTIVES))
+    ap.add_argument('--objectives', nargs='+', default=SWEPT, choices=list(OBJECTIVES))
     ap.add_argument('--lags', type=int, nargs='+', default=[16], help='steps between weight syncs of the stale arms; the largest trains 1.5 N, the others N')
     ap.add_argument('--on_curve', action='store_true', help='evaluate the on-policy arm every --eval_every steps too: is it still improving at N?')
     ap.add_argument('--async_arm', action='store_true', help="also an async arm (the main job's mode: replay, one searcher thread beside the trainer; run alone on the machine), N steps")
