@@ -394,14 +394,14 @@ def forward(self:PPO, logprobs:Tensor, batch:Batch, prompt_repr:Tensor|None=None
     logp, ref, rewards = self._sequence_inputs(logprobs, batch, need_ref=self.kl_coef > 0)
     metrics = {'reward/mean': batch.rewards.mean()}
     if torch.isfinite(ref).all(): metrics['ref/log_ratio'] = (logp.detach() - ref).mean()  # where the searchers gave log pi_ref
-    old = None if batch.old_token_logprobs is None else batch.old_token_logprobs.to(logprobs)  # None: the ratio to the policy itself
+    old = logprobs.detach() if batch.old_token_logprobs is None else batch.old_token_logprobs.to(logprobs)  # pi_old: the policy itself, or before the step's first update
     if self.kl_coef > 0 and self.kl_in == 'reward':  # the KL of the policy the step started from, as the reward is that of its data
-        rewards = rewards - self.kl_coef * ((logp.detach() if old is None else sequence_logprobs(old, mask)) - ref)
+        rewards = rewards - self.kl_coef * (sequence_logprobs(old, mask) - ref)
     adv = group_advantages(rewards, batch.group, self.advantage)  # [B]
     w = None
     if self.is_correction != 'none':
         check_finite(batch.behaviour_logprobs, 'behaviour', batch)
-        w, stats = is_weights(logprobs.detach() if old is None else old, batch.behaviour_logprobs.to(logprobs), mask, self.is_correction, self.is_cap)
+        w, stats = is_weights(old, batch.behaviour_logprobs.to(logprobs), mask, self.is_correction, self.is_cap)
         metrics |= stats
     losses, ratio = self._surrogate(logprobs, adv, mask, w, old)  # [B, L] or [B, 1]
     if w is not None and self.loss_type != 'vespo': losses = losses * w  # vespo has them in its weight
