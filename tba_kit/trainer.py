@@ -187,11 +187,11 @@ def off_policy_stats(lp:torch.Tensor, mb:Batch) -> dict:
 @patch
 def _backward(self:Trainer, mb:Batch, w:float, scale:float=1.) -> dict:
     "Forward and backward on micro-batch `mb`, its loss weighted by `w` (its share of the batch) times `scale`; the loss terms weighted by `w`"
-    key = tuple(map(id, mb.trajectories))  # the same micro-batch in each of a step's updates
     mb = mb.to(self.device)  # batches are collated on the CPU; the policy may live on a GPU
     self._fill_ref(mb)
     lp, prompt_repr = self._forward(mb)
-    if self.num_iterations > 1: mb.old_token_logprobs = self._old.setdefault(key, lp.detach())  # pi_old: the first update's policy
+    if self.num_iterations > 1:  # pi_old: the first update's policy, kept by the micro-batch's trajectories (the same in each update)
+        mb.old_token_logprobs = self._old.setdefault(tuple(map(id, mb.trajectories)), lp.detach())
     out = self.objective(lp, mb, prompt_repr)
     (out.loss * (w * scale)).backward()
     return {k: v.detach().float() * w for k, v in {**out.terms, **out.metrics, **off_policy_stats(lp, mb), 'loss': out.loss}.items()}

@@ -45,7 +45,7 @@ def keep(run:Path, dest:Path, command:str, n:int=6) -> Path:
     (dest / 'config.json').write_text(json.dumps(cfg, indent=1) + '\n')
     (dest / 'buffer.json').write_text(json.dumps(buffer_record(run), separators=(',', ':')) + '\n')
     (dest / 'examples.jsonl').write_text(''.join(json.dumps(e) + '\n' for e in examples(run, n)))
-    (dest / 'provenance.json').write_text(json.dumps(provenance(command.split()[1:]) | {'command': command}, indent=1) + '\n')
+    (dest / 'provenance.json').write_text(json.dumps(provenance() | {'command': command}, indent=1) + '\n')
     return dest
 
 
