@@ -59,8 +59,8 @@ def train(system:str, seed:int, out:Path, config:str, extra:list, resume:bool) -
     return timed_run(command(system, seed, out, config, extra), out, resume)
 
 
-def measure(run:Path, config:str, seed:int, extra:list) -> dict:
-    "The final policy of `run` against the target, written to run/answers.json (the checkpoint is deleted after)"
+def measure(run:Path, config:str, seed:int, extra:list, drop:bool=True) -> dict:
+    "The final policy of `run` against the target, written to run/answers.json (`drop`: its weights are deleted after)"
     import torch
     from safetensors.torch import load_model
     from tba_kit.answers import answer_distributions
@@ -81,7 +81,7 @@ def measure(run:Path, config:str, seed:int, extra:list) -> dict:
            'rows': [{'prompt': r.prompt_id, 'question': p.text(), 'answers': r.answers, 'policy': r.policy.tolist(), 'target': r.target.tolist()}
                     for r, p in zip(rep.rows, task.prompts('test'))]}
     (run / 'answers.json').write_text(json.dumps(res))
-    shutil.rmtree(run / 'checkpoints', ignore_errors=True); (run / 'policy.safetensors').unlink(missing_ok=True)  # 0.5-1.5 GB each
+    if drop: shutil.rmtree(run / 'checkpoints', ignore_errors=True); (run / 'policy.safetensors').unlink(missing_ok=True)  # 0.5-1.5 GB each
     return res
 
 

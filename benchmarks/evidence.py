@@ -207,9 +207,9 @@ def system_claims(rec:dict, what:str='held-out accuracy') -> list:
         n = len(r['final']['per_seed'])
         out.append({'claim': f"{s}: final {what} ({n} seed{'s' * (n > 1)}, {median(r['steps']):g} steps, from {r['initial']:.1%})",
                     'value': interval(r['final'])})
-        if r.get('ratio_to_trl_time') is not None:
+        if (ratio := r.get('ratio_to_reference_time', r.get('ratio_to_trl_time'))) is not None:  # the older files' name
             out.append({'claim': f"{s}: training time to {res['reference']}'s median final, as a share of {res['reference']}'s",
-                        'value': f"{r['ratio_to_trl_time']:.2f}x"})
+                        'value': f"{ratio:.2f}x"})
     for step in ('10', '20', '30'):
         for s, r in (res.get('at_steps') or {}).get(step, {}).items():
             n = len(r['per_seed'])

@@ -190,9 +190,22 @@ def accuracy_at_steps(runs:dict) -> dict:
     return {step: {s: seeds_interval(np.array([e[step]['correct'] for e in es], float)) for s, es in evs.items()} for step in common}
 
 
-def analyse(runs:dict, walls:dict, figure:Path) -> dict:
+def pick_reference(finals:dict, reference:str|None, on_policy:set) -> str|None:
+    """The system the others are timed against: `reference` by label; 'best_on_policy': of the on-policy systems (`on_policy`
+    labels), the one with the highest median final; None: the TRL system, if one ran"""
+    if reference == 'best_on_policy':
+        cands = {s: f for s, f in finals.items() if s in on_policy}
+        return max(cands, key=lambda s: cands[s]) if cands else None
+    if reference is not None:
+        if reference not in finals: raise ValueError(f"--reference {reference!r} is not among the systems with results: {sorted(finals)}")
+        return reference
+    return next((s for s in finals if s.startswith('trl')), None)
+
+
+def analyse(runs:dict, walls:dict, figure:Path, reference:str|None=None, on_policy:set=frozenset()) -> dict:
     """Per system: median final accuracy with its interval, steps and seconds per step, accuracy at the steps all evaluated;
-    the time to TRL's median final accuracy. A system with a harness failure (`harness_check`) is reported as that, not as a result."""
+    the time to the reference system's median final accuracy (`pick_reference`). A system with a harness failure
+    (`harness_check`) is reported as that, not as a result."""
     same_evaluation([f for fs in runs.values() for f in fs])
     checks = {s: [harness_check(f) for f in fs] for s, fs in runs.items()}
     failed = {s for s, a in checks.items() if any(x['failure'] for x in a)}
@@ -205,15 +218,15 @@ def analyse(runs:dict, walls:dict, figure:Path) -> dict:
                        'seconds_per_step': float(np.median([evaluations(f)[-1]['train'] / n for f, n in zip(folders, steps)])),  # generation included
                        'wall_minutes': [w / 60 for w in walls[system]],
                        'training_minutes': [evaluations(f)[-1]['train'] / 60 for f in folders]}
-    trl = next((s for s in runs if s.startswith('trl')), None)
-    if trl is not None:
-        target, trl_min = res['systems'][trl]['final']['median'], median(res['systems'][trl]['training_minutes'])
-        res['reference'] = trl
+    ref = pick_reference({s: r['final']['median'] for s, r in res['systems'].items()}, reference, on_policy)
+    if ref is not None:
+        target, ref_min = res['systems'][ref]['final']['median'], median(res['systems'][ref]['training_minutes'])
+        res['reference'] = ref
         for system in runs:
             t = [time_to(f, target) for f in runs[system]]
-            res['systems'][system]['minutes_to_trl_median'] = [None if x is None else x / 60 for x in t]
+            res['systems'][system]['minutes_to_reference_median'] = [None if x is None else x / 60 for x in t]
             reached = [x / 60 for x in t if x is not None]
-            res['systems'][system]['ratio_to_trl_time'] = (median(reached) / trl_min) if len(reached) > len(t) / 2 else None  # the median seed must reach it
+            res['systems'][system]['ratio_to_reference_time'] = (median(reached) / ref_min) if len(reached) > len(t) / 2 else None  # the median seed must reach it
     if runs:
         res['at_steps'] = accuracy_at_steps(runs)
         curve_svg(runs, figure)
@@ -226,16 +239,17 @@ def report(res:dict):
         print(f"HARNESS FAILURE, not a result: {s}: training reward {bad[0]['reward_start']:.2f} -> {bad[0]['reward_end']:.2f} while held-out accuracy "
               f"{bad[0]['accuracy_start']:.1%} -> {bad[0]['accuracy_end']:.1%} stayed inside its start's interval ({len(bad)} of {len(res['audit'][s])} runs)")
     ref = res.get('reference')
-    print(f"\n| system | seeds | held-out accuracy before | final (median, 95% interval) | per seed | steps | s / step | training min | minutes to {ref}'s median |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| system | seeds | held-out accuracy before | final (median, 95% interval) | per seed | steps | s / step | training min |"
+          + (f" minutes to {ref}'s median |" if ref else ''))
+    print("|---|---|---|---|---|---|---|---|" + ('---|' if ref else ''))
     for s, r in res['systems'].items():
         f = r['final']
-        to = ', '.join('never' if x is None else f'{x:.1f}' for x in r.get('minutes_to_trl_median', []))
+        to = ', '.join('never' if x is None else f'{x:.1f}' for x in r.get('minutes_to_reference_median', []))
         print(f"| {s} | {len(f['per_seed'])} | {r['initial']:.1%} | {f['median']:.1%} [{f['lo']:.1%}, {f['hi']:.1%}] | "
               f"{', '.join(f'{x:.1%}' for x in f['per_seed'])} | {', '.join(map(str, r['steps']))} | {r['seconds_per_step']:.2f} | "
-              f"{median(r['training_minutes']):.1f} | {to} |")
+              f"{median(r['training_minutes']):.1f} |" + (f" {to} |" if ref else ''))
     for s, r in res['systems'].items():
-        if s != ref and r.get('ratio_to_trl_time') is not None: print(f"{s}: reaches {ref}'s median final accuracy in {r['ratio_to_trl_time']:.2f}x its training time")
+        if s != ref and r.get('ratio_to_reference_time') is not None: print(f"{s}: reaches {ref}'s median final accuracy in {r['ratio_to_reference_time']:.2f}x its training time")
     if res.get('at_steps'):
         systems = list(res['systems'])
         print(f"\nAt equal steps (median over seeds [95% interval over seeds and problems]):\n\n| step | {' | '.join(systems)} |\n|---|{'---|' * len(systems)}")
@@ -293,6 +307,8 @@ def main():
     ap.add_argument('--trl_bf16', action='store_true', help="TRL's default bf16 autocast instead of fp32")
     ap.add_argument('--trl_eval_minutes', type=float, default=None, help='evaluate TRL every this many training minutes (default: 5 points per run)')
     ap.add_argument('--smoke', action='store_true', help='two TRL steps on the tiny model (CI)')
+    ap.add_argument('--reference', default=None, help="the system the others are timed against: a label, or 'best_on_policy' (of the sync and "
+                    "TRL systems, the highest median final); default: the TRL system")
     ap.add_argument('--resume', action='store_true', help='keep the runs whose records exist (after an interruption)')
     ap.add_argument('--report', action='store_true', help='run nothing: analyse the kept records among those asked for')
     ap.add_argument('--trl_loss', default=None, help=argparse.SUPPRESS)  # --one: TRL's loss_type (None: its default)
@@ -326,7 +342,8 @@ def main():
     differ = audit(systems, a.config, extra)
     runs = run_all(systems, a.seeds, a, extra)
     if not runs: sys.exit(f"no finished runs in {a.results}/{a.name}_runs")
-    res = analyse(runs, {s: [json.loads(r.read_text())['wall_seconds'] for r in fs] for s, fs in runs.items()}, Path(a.results) / f'{a.name}.svg')
+    res = analyse(runs, {s: [json.loads(r.read_text())['wall_seconds'] for r in fs] for s, fs in runs.items()}, Path(a.results) / f'{a.name}.svg',
+                  a.reference, {label for label, kind, _ in systems if kind != 'async'})
     report(res)
     if a.tune:
         res['chosen'] = choose({s: fs for s, fs in runs.items() if s in res['systems']}, systems)

@@ -47,7 +47,7 @@ def test_tutorial_figures_render_in_a_browser(tmp_path):
     nb = nbformat.read(TUTORIAL, as_version=4)
     ExecutePreprocessor(timeout=900, kernel_name='python3').preprocess(nb, {'metadata': {'path': str(TUTORIAL.parent)}})
     figures = [o for c in nb.cells if c.cell_type == 'code' for o in c.outputs if 'application/vnd.plotly.v1+json' in o.get('data', {})]
-    assert len(figures) == 5, 'the tutorial shows five figures'
+    assert len(figures) == 8, 'the tutorial shows eight figures'
     assert all('text/html' in o['data'] for o in figures), 'figures must carry an HTML copy for exported pages'
     body, _ = HTMLExporter().from_notebook_node(nb)
     page = tmp_path / 'objectives_compared.html'
@@ -56,13 +56,14 @@ def test_tutorial_figures_render_in_a_browser(tmp_path):
     if browser is None: pytest.skip('chromium is not installed (apt-get install chromium); the notebook ran and exported')
     dom = browse(browser, page, tmp_path, '--dump-dom').stdout
     plots = drawn_plots(dom)
-    assert len(plots) == 5, f'{len(plots)} plotly graphs drawn in the page, expected 5'
-    # reward curves: 3 runs x 300 steps; diversity: 3 runs x (4 or 5 measures) x 30 measurements; KL vs reward: 3
-    # points (plotly drops collinear points from a line, so the drawn counts are lower); buffer histograms: 3 runs x
-    # (staleness, reward), bars of non-zero height (88 in an execution here: staleness 0-50 or so per run, a few reward bins);
-    # the real model's finals: 2 arms x 4 objectives x 3 seeds, one marker each
-    expected = [(3, 100), (12, 100), (3, 3), (6, 40), (2, 24)]
-    for (traces, points), (min_traces, min_points), name in zip(plots, expected, ['curves', 'diversity', 'pareto', 'buffer_histograms', 'finals']):
+    assert len(plots) == 8, f'{len(plots)} plotly graphs drawn in the page, expected 8'
+    # three kept runs of the multiples task, ~80 steps each: reward curves (rolling means) and held-out accuracy at 3
+    # evaluations; diversity: 3 runs x 5 measures x ~8 measurements; KL vs reward: 3 points; buffer histograms: 3 runs x
+    # (staleness, reward), bars of non-zero height; each run's exact answers on one prompt: policy and target, 7 right
+    # answers and "other" (the target puts mass on every right answer); the main job's finals: 2 arms x 4 objectives x 3 seeds
+    expected = [(3, 100), (12, 60), (3, 3), (6, 10), (2, 8), (2, 8), (2, 8), (2, 24)]
+    names = ['curves', 'diversity', 'pareto', 'buffer_histograms', 'answers tb', 'answers vargrad', 'answers grpo', 'finals']
+    for (traces, points), (min_traces, min_points), name in zip(plots, expected, names):
         assert traces >= min_traces and points >= min_points, f'{name}: {traces} traces and {points} points drawn'
     shot = Path(os.environ.get('TBA_KIT_SCREENSHOT_DIR', tmp_path)) / 'objectives_compared.png'
     browse(browser, page, tmp_path, '--window-size=1200,4200', f'--screenshot={shot}')

@@ -79,7 +79,7 @@ def _run_folder(path, rewards, accs, n=200):
     for j, (step, a) in enumerate(zip([0, len(rewards)], accs)):
         k = round(a * n)
         (path / 'evals' / f'step_{step:06d}.jsonl').write_text(''.join(json.dumps({'correct': float(i < k)}) + '\n' for i in range(n)))
-        rows.insert(0 if j == 0 else len(rows), {'step': step, 'time/seconds': step, 'eval/accuracy': k / n})
+        rows.insert(0 if j == 0 else len(rows), {'step': step, 'time/seconds': step, 'time/train_seconds': step, 'eval/accuracy': k / n})
     (path / 'metrics.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
     return path
 
@@ -248,3 +248,21 @@ def test_roofline_counts_the_tokens_each_pass_runs():
     from tba_kit.models import tiny_model
     got = rf.dims(tiny_model()[0])
     assert got['linear'] == 2 * (2 * 64 * 64 + 2 * 64 * 64 + 3 * 64 * 128) and got['vocab'] == len(tiny_model()[1])
+
+
+def test_peer_times_every_system_against_the_best_on_policy_one(tmp_path, capsys):
+    "--reference best_on_policy: the sync or TRL system with the highest median final; each system's time to it as a share of its own"
+    peer = _bench('peer_trl')
+    finals = {'sync_a': 0.30, 'sync_b': 0.50, 'trl': 0.40, 'async': 0.60}
+    runs = {s: [_run_folder(tmp_path / s, [0.1] * 20, [0.05, a])] for s, a in finals.items()}
+    walls = {s: [60.] for s in runs}
+    res = peer.analyse(runs, walls, tmp_path / 'fig.svg', 'best_on_policy', {'sync_a', 'sync_b', 'trl'})
+    assert res['reference'] == 'sync_b'  # async ends higher but is not on-policy
+    assert res['systems']['async']['ratio_to_reference_time'] == pytest.approx(1.0)  # both reach 50% at their last evaluation, step 20
+    assert res['systems']['sync_a']['ratio_to_reference_time'] is None  # never reaches it
+    assert peer.analyse(runs, walls, tmp_path / 'fig.svg')['reference'] == 'trl'  # the default: the TRL system
+    assert peer.analyse(runs, walls, tmp_path / 'fig.svg', 'sync_a')['reference'] == 'sync_a'
+    with pytest.raises(ValueError, match="'nope' is not among"): peer.analyse(runs, walls, tmp_path / 'fig.svg', 'nope')
+    no_ref = peer.analyse({'async': runs['async']}, {'async': [60.]}, tmp_path / 'fig.svg')
+    peer.report(no_ref)
+    assert 'reference' not in no_ref and "None's" not in capsys.readouterr().out  # no column for a reference that is not there

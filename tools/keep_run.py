@@ -7,7 +7,9 @@ Writes to the destination folder: `metrics.jsonl` and `timeline.jsonl` as the ru
 `buffer.json` (the trainer's version and each buffered completion's version and reward, from the newest checkpoint:
 what `viz.buffer_histograms` draws), `examples.jsonl` (the first few held-out problems of the first and last
 evaluations, with the completion each got) and `provenance.json` (the command that made the run, the commit, the
-machine). A few hundred kB in all, where the run folder holds gigabytes of weights.
+machine). A few hundred kB in all, where the run folder holds gigabytes of weights. With `--answers` (a run of the
+multiples task, configs/multiples.yaml), also `answers.json`: the final policy's exact probability of every held-out
+prompt's right answers beside the objective's target (benchmarks/diversity.py's measure; what `viz.answers` draws).
 """
 import argparse, json, shutil, sys
 from pathlib import Path
@@ -35,7 +37,15 @@ def examples(run:Path, n:int) -> list:
     return [{'step': int(f.stem.split('_')[1]), **json.loads(l)} for f in pick for l in f.read_text().splitlines()[:n]]
 
 
-def keep(run:Path, dest:Path, command:str, n:int=6) -> Path:
+def answers(run:Path) -> dict:
+    "The exact answer distributions of the run's final policy (its newest checkpoint kept), probabilities to 6 decimals"
+    from diversity import compact, measure
+    res = measure(run, None, 0, [], drop=False)
+    (run / 'answers.json').unlink()
+    return compact(res)
+
+
+def keep(run:Path, dest:Path, command:str, n:int=6, with_answers:bool=False) -> Path:
     "Write the small records of finished run `run` to `dest` (replaced if it exists)"
     if not (run / 'metrics.jsonl').exists(): raise FileNotFoundError(f"{run} has no metrics.jsonl: give a run's folder")
     if dest.exists(): shutil.rmtree(dest)
@@ -46,6 +56,7 @@ def keep(run:Path, dest:Path, command:str, n:int=6) -> Path:
     (dest / 'buffer.json').write_text(json.dumps(buffer_record(run), separators=(',', ':')) + '\n')
     (dest / 'examples.jsonl').write_text(''.join(json.dumps(e) + '\n' for e in examples(run, n)))
     (dest / 'provenance.json').write_text(json.dumps(provenance() | {'command': command}, indent=1) + '\n')
+    if with_answers: (dest / 'answers.json').write_text(json.dumps(answers(run), separators=(',', ':')) + '\n')
     return dest
 
 
@@ -55,6 +66,7 @@ if __name__ == '__main__':
     ap.add_argument('dest', type=Path, help='where its records go, e.g. nbs/data/kept_runs/NAME')
     ap.add_argument('--command', required=True, help='the command that made the run, as it was typed')
     ap.add_argument('--examples', type=int, default=6, help='held-out problems kept from the first and last evaluations')
+    ap.add_argument('--answers', action='store_true', help="also the final policy's exact answer distributions (a multiples run)")
     a = ap.parse_args()
-    out = keep(a.run, a.dest, a.command, a.examples)
+    out = keep(a.run, a.dest, a.command, a.examples, a.answers)
     print(f"{out}: {sum(f.stat().st_size for f in out.iterdir()) / 1e3:.0f} kB")
