@@ -87,10 +87,8 @@ def measure(run:Path, config:str, seed:int, extra:list, drop:bool=True) -> dict:
 
 def per_prompt(res:dict) -> dict:
     "Each measure per prompt, from answers.json"
-    import torch
-    from tba_kit.answers import AnswerDistribution, DiversityReport
-    f64 = lambda x: torch.tensor(x, dtype=torch.float64)
-    return DiversityReport([AnswerDistribution(r['prompt'], r['answers'], f64(r['policy']), f64(r['target'])) for r in res['rows']]).columns()
+    from tba_kit.answers import DiversityReport
+    return DiversityReport.from_rows(res['rows']).columns()
 
 
 def compact(res:dict) -> dict:

@@ -179,6 +179,12 @@ class DiversityReport:
                 'entropy_correct': [r.entropy for r in self.rows], 'tv_to_target': [r.tv for r in self.rows],
                 'tv_given_right': [r.tv_given_right for r in self.rows]}
 
+    @classmethod
+    def from_rows(cls, rows:list, of:str='policy', samples:int=64):
+        "From saved rows (answers.json's: prompt, answers, policy, target); `of='target'`: the target's own measures"
+        f64 = lambda x: torch.tensor(x, dtype=torch.float64)
+        return cls([AnswerDistribution(r['prompt'], r['answers'], f64(r[of]), f64(r['target'])) for r in rows], samples)
+
     def summary(self) -> dict:
         return {k: {'mean': float(np.mean(v)), 'ci': [float(x) for x in bootstrap_ci(v)]} for k, v in self.columns().items()}
 

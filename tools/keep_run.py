@@ -38,11 +38,9 @@ def examples(run:Path, n:int) -> list:
 
 
 def answers(run:Path) -> dict:
-    "The exact answer distributions of the run's final policy (its newest checkpoint kept), probabilities to 6 decimals"
+    "The exact answer distributions of the run's final policy (also left in the run as answers.json; its checkpoint kept), probabilities to 6 decimals"
     from diversity import compact, measure
-    res = measure(run, None, 0, [], drop=False)
-    (run / 'answers.json').unlink()
-    return compact(res)
+    return compact(measure(run, None, 0, [], drop=False))
 
 
 def keep(run:Path, dest:Path, command:str, n:int=6, with_answers:bool=False) -> Path:
