@@ -31,7 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import config_of, interval, provenance, same_job, timed_run  # noqa: E402
+from evidence import config_of, final_weights, interval, provenance, same_job, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 # tb_z17: TB with log Z starting near the target's, log sum_y pi_ref(y) e^{r/beta} = 1/beta + log P_ref(right) ~ 20 - 3
@@ -64,14 +64,9 @@ def measure(run:Path, config:str, seed:int, extra:list, drop:bool=True) -> dict:
     import torch
     from safetensors.torch import load_model
     from tba_kit.answers import answer_distributions
-    from tba_kit.checkpoints import find_checkpoint
-    from tba_kit.config import Config
     from tba_kit.build import make_policy
     from tba_kit.tasks import make_task
-    if (run / 'policy.safetensors').exists(): cfg, weights = Config.load(ROOT / config, [f'--seed={seed}', *extra]), run / 'policy.safetensors'  # TRL
-    else:
-        ck = find_checkpoint(run)
-        cfg, weights = Config.from_dict(json.loads((ck / 'config.json').read_text())), ck / 'policy.safetensors'
+    cfg, weights = final_weights(run, config, seed, extra)
     torch.set_num_threads(cfg.trainer_threads)
     (policy, tok), (ref, _) = make_policy(cfg), make_policy(cfg)  # ref: the untrained model, the objective's reference
     load_model(policy, str(weights))

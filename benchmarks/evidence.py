@@ -72,6 +72,15 @@ def evaluations(run:Path) -> list:
     return out
 
 
+def final_weights(run:Path, config:str, seed:int, extra:list) -> tuple:
+    "A finished run's config and final weights: TRL's policy.safetensors (the job's config with `extra`), or tba_kit's newest checkpoint"
+    from tba_kit.checkpoints import find_checkpoint
+    from tba_kit.config import Config
+    if (run / 'policy.safetensors').exists(): return Config.load(ROOT / config, [f'--seed={seed}', *extra]), run / 'policy.safetensors'
+    ck = find_checkpoint(run)
+    return Config.from_dict(json.loads((ck / 'config.json').read_text())), ck / 'policy.safetensors'
+
+
 def keep_record(run:Path, dest:Path, wall:float, **extra) -> Path:
     """A compact record of a finished run folder, small enough to commit beside the results (the folder, checkpoints and
     all, stays out of git): its metrics rows (ROW_KEYS), every evaluation's per-problem correctness and problems'

@@ -6,6 +6,7 @@ process, one at a time, seeds interleaved.
     python benchmarks/peer_trl.py --seeds 0 1 2 3 4 [--systems trl async sync 'fast=sync --lr=3e-5'] [--name peer_trl]
     python benchmarks/peer_trl.py --tune --seeds 100 101 [--kinds trl async sync] [--lrs 1e-5 3e-5 1e-4] [--name peer_tune]
     python benchmarks/peer_trl.py --seeds 0 1 2 3 4 --report   # analyse the kept records only (--resume: run the rest)
+    python benchmarks/peer_trl.py --config configs/reasoning.yaml --seeds 0 1 2 3 4 --reference best_on_policy --working 8 --working_systems tba dapo ...
     python benchmarks/peer_trl.py --smoke [--config configs/reasoning.yaml]  # CI: two TRL steps on the tiny model, evaluated, in seconds
 
 The harness is checked, not assumed. TRL gets each prompt as the text tba_kit's searchers generate from
@@ -25,7 +26,9 @@ names each kind's best. Each run leaves a compact record in benchmarks/results/<
 every evaluation, the training reward, the command, commit and machine), so the analysis reruns from a clean clone:
 median final accuracy over seeds with a bootstrap interval over seeds and problems, accuracy at equal steps, seconds per
 step, the time each system needs to reach TRL's median final accuracy; the figure (accuracy against training minutes)
-goes to benchmarks/results/<name>.svg.
+goes to benchmarks/results/<name>.svg. `--working K` samples K replies per held-out problem from the named systems'
+final policies before their weights are deleted and compares how varied their right replies are, against the reference
+at equal accuracy (benchmarks/working.py; the per-problem measures go into the records).
 """
 import argparse, json, os, sys, time
 from pathlib import Path
@@ -34,6 +37,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
+import working  # noqa: E402
 from evidence import (config_of, curve_svg, evaluations, final_with_interval, harness_check, keep_record, median, provenance, rel, rows, system_claims,  # noqa: E402
                       same_evaluation, same_job, seeds_interval, time_to, timed_run)
 
@@ -167,11 +171,12 @@ def parse_system(spec:str) -> tuple:
     return label, kind, over
 
 
-def command(kind, seed, out:Path, config, extra, trl_bf16=False) -> list:
-    "The command line of one run of `kind` (see KINDS), its own process"
+def command(kind, seed, out:Path, config, extra, trl_bf16=False, keep_policy=False) -> list:
+    "The command line of one run of `kind` (see KINDS), its own process (`keep_policy`: TRL saves its final weights; tba_kit always checkpoints)"
     if kind.startswith('trl'):
         loss = ['--trl_loss', 'grpo'] if kind == 'trl_grpo' else []
-        return [sys.executable, __file__, '--one', '--config', config, '--seed', str(seed), '--out', str(out), *loss] + (['--trl_bf16'] if trl_bf16 else []) + ['--', *extra]
+        return ([sys.executable, __file__, '--one', '--config', config, '--seed', str(seed), '--out', str(out), *loss] + (['--trl_bf16'] if trl_bf16 else [])
+                + (['--keep_policy'] if keep_policy else []) + ['--', *extra])
     both = ['--searcher_threads=2'] if kind == 'sync' else []  # sync: generation has the machine to itself
     return [sys.executable, '-m', 'tba_kit.cli', 'train', config, f'--mode={kind}', f'--seed={seed}', f'--out_dir={out}', '--no-progress', *both, *extra]
 
@@ -227,6 +232,9 @@ def analyse(runs:dict, walls:dict, figure:Path, reference:str|None=None, on_poli
             res['systems'][system]['minutes_to_reference_median'] = [None if x is None else x / 60 for x in t]
             reached = [x / 60 for x in t if x is not None]
             res['systems'][system]['ratio_to_reference_time'] = (median(reached) / ref_min) if len(reached) > len(t) / 2 else None  # the median seed must reach it
+    measured = {s: [json.loads(Path(f).read_text()).get('working') for f in fs] for s, fs in runs.items()}
+    measured = {s: ws for s, ws in measured.items() if ws and all(ws)}
+    if measured: res['working'] = working.analyse(measured, ref)
     if runs:
         res['at_steps'] = accuracy_at_steps(runs)
         curve_svg(runs, figure)
@@ -255,6 +263,7 @@ def report(res:dict):
         print(f"\nAt equal steps (median over seeds [95% interval over seeds and problems]):\n\n| step | {' | '.join(systems)} |\n|---|{'---|' * len(systems)}")
         for step, per in res['at_steps'].items():
             print(f"| {step} | " + ' | '.join(f"{per[s]['median']:.1%} [{per[s]['lo']:.1%}, {per[s]['hi']:.1%}]" for s in systems) + ' |')
+    if res.get('working'): working.report(res['working'])
 
 
 def run_all(systems:list, seeds:list, a, extra:list) -> dict:
@@ -267,9 +276,12 @@ def run_all(systems:list, seeds:list, a, extra:list) -> dict:
             if not rec.exists() or not (a.resume or a.report):
                 if a.report: continue
                 out = ROOT / a.out_root / f'{label}_seed{seed}'
-                cmd = command(kind, seed, out, a.config, [*extra, *over], a.trl_bf16)
+                measured = a.working and label in (a.working_systems or [label])
+                cmd = command(kind, seed, out, a.config, [*extra, *over], a.trl_bf16, keep_policy=measured)
                 made = provenance([rel(c) if str(c).startswith('/') else str(c) for c in cmd[1:]])  # the code the run starts with
-                keep_record(out, rec, timed_run(cmd, out, drop_checkpoints=True), **made)
+                wall = timed_run(cmd, out, drop_checkpoints=not measured)
+                if measured: made['working'] = working.measure(out, a.config, seed, [*extra, *over], a.working, a.working_prompts)  # then its weights go
+                keep_record(out, rec, wall, **made)
             runs[label].append(rec)
             ev = evaluations(rec)
             print(f"{label} seed {seed}: {ev[0]['accuracy']:.1%} -> {ev[-1]['accuracy']:.1%} in {ev[-1]['step']} steps, "
@@ -309,6 +321,10 @@ def main():
     ap.add_argument('--smoke', action='store_true', help='two TRL steps on the tiny model (CI)')
     ap.add_argument('--reference', default=None, help="the system the others are timed against: a label, or 'best_on_policy' (of the sync and "
                     "TRL systems, the highest median final); default: the TRL system")
+    ap.add_argument('--working', type=int, default=0, help="sample this many replies per held-out problem from each final policy and "
+                    "measure how varied the right ones are (benchmarks/working.py), compared with the reference at equal accuracy; 0: off")
+    ap.add_argument('--working_prompts', type=int, default=100, help='--working: the first this many held-out problems')
+    ap.add_argument('--working_systems', nargs='+', default=None, help='--working: these systems only (labels; default: all)')
     ap.add_argument('--resume', action='store_true', help='keep the runs whose records exist (after an interruption)')
     ap.add_argument('--report', action='store_true', help='run nothing: analyse the kept records among those asked for')
     ap.add_argument('--trl_loss', default=None, help=argparse.SUPPRESS)  # --one: TRL's loss_type (None: its default)

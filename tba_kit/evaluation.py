@@ -31,6 +31,7 @@ def evaluate(
     temperature:float=1.,  # sampling temperature of the KL's and sampled accuracy's completions; log-probs are tempered by it
     progress=None,  # called with (done, in all, phase) after each generate call: phase 'greedy', then 'sampled', then the task's own
     samples:int=0,  # completions sampled per prompt for eval/sampled_accuracy (graded tasks; 0: none)
+    keep_samples:bool=False,  # each example row keeps its sampled completions' texts ('samples') and grades ('samples_correct')
 ) -> dict:
     "Greedy completions of the task's held-out prompts scored by `task.evaluate`: {'eval/<metric>': value, 'examples': [per-problem dict]}"
     prompts = task.prompts(split)[:limit]
@@ -56,23 +57,26 @@ def evaluate(
     res = {f'eval/{k}': v for k, v in scores.items()}
     if kl is not None: res['eval/kl'] = kl
     rows = [{'prompt': p.text(), 'completion': t, **e} for p, t, e in zip(prompts, texts, per)]
-    if graded: res |= _graded(task, prompts, texts, drawn, tokenizer, rows)
+    if graded: res |= _graded(task, prompts, texts, drawn, tokenizer, rows, keep_samples)
     res['examples'] = rows  # every problem: what the model answered (and whether it was right), to look at later
     return res
 
 # %% ../nbs/06g_evaluation.ipynb #22c25f47
-def _graded(task, prompts, texts, drawn, tokenizer, rows) -> dict:
-    "Intervals of the greedy accuracy and, from `drawn` samples, the sampled accuracy (the rows get each problem's numbers)"
+def _graded(task, prompts, texts, drawn, tokenizer, rows, keep:bool=False) -> dict:
+    "Intervals of the greedy accuracy and, from `drawn` samples, the sampled accuracy (the rows get each problem's numbers; `keep`: its samples and their grades)"
     ok = task.correct(prompts, texts)
     out = dict(zip(('eval/accuracy_lo', 'eval/accuracy_hi'), bootstrap_ci(ok)))
     for r, c in zip(rows, ok): r['correct'] = c
     if drawn:
         k = len(drawn[0])
-        flat = task.correct([p for p in prompts for _ in range(k)], tokenizer.batch_decode([c for g in drawn for c, _ in g], skip_special_tokens=True))
+        sampled = tokenizer.batch_decode([c for g in drawn for c, _ in g], skip_special_tokens=True)
+        flat = task.correct([p for p in prompts for _ in range(k)], sampled)
         per = [sum(flat[i * k:(i + 1) * k]) / k for i in range(len(prompts))]
         out['eval/sampled_accuracy'] = sum(per) / len(per)
         out['eval/sampled_accuracy_lo'], out['eval/sampled_accuracy_hi'] = bootstrap_ci(per)
-        for r, a in zip(rows, per): r['sampled_accuracy'] = a
+        for i, (r, a) in enumerate(zip(rows, per)):
+            r['sampled_accuracy'] = a
+            if keep: r['samples'], r['samples_correct'] = sampled[i * k:(i + 1) * k], flat[i * k:(i + 1) * k]
     return out
 
 # %% ../nbs/06g_evaluation.ipynb #d12efa0b

@@ -14,8 +14,8 @@ import torch
 from .models import require
 
 # %% auto #0
-__all__ = ['distinct_n', 'self_bleu', 'default_embedder', 'embedding_diversity', 'distinct_correct', 'diversity_metrics',
-           'bootstrap_ci']
+__all__ = ['distinct_n', 'self_bleu', 'default_embedder', 'embedding_diversity', 'distinct_correct', 'right_diversity',
+           'diversity_metrics', 'bootstrap_ci']
 
 # %% ../nbs/06a_metrics.ipynb #6db61739
 def distinct_n(texts:Sequence[str], n:int=2) -> float:
@@ -59,6 +59,13 @@ def distinct_correct(prompt_ids:Sequence, texts:Sequence[str], rewards:Sequence[
         s = per.setdefault(p, set())
         if r is not None and r > threshold: s.add(' '.join(t.split()))
     return sum(map(len, per.values())) / len(per) if per else float('nan')
+
+# %% ../nbs/06a_metrics.ipynb #16734c81
+def right_diversity(texts:Sequence[str], correct:Sequence, answer=None) -> dict:
+    "One prompt's samples: how many are right, and among the right ones distinct answers (by `answer`), distinct texts, distinct-2, self-BLEU"
+    ok = [' '.join(t.split()) for t, c in zip(texts, correct) if c]
+    return {'right': len(ok), 'answers': len({answer(t) for t in ok}) if answer else float('nan'), 'texts': len(set(ok)),
+            'distinct_2': distinct_n(ok, 2), 'self_bleu': self_bleu(ok)}
 
 # %% ../nbs/06a_metrics.ipynb #23a90790
 def diversity_metrics(prompt_ids:Sequence, texts:Sequence[str], rewards:Sequence[float]|None=None, embedder=None) -> dict:

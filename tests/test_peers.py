@@ -266,3 +266,18 @@ def test_peer_times_every_system_against_the_best_on_policy_one(tmp_path, capsys
     no_ref = peer.analyse({'async': runs['async']}, {'async': [60.]}, tmp_path / 'fig.svg')
     peer.report(no_ref)
     assert 'reference' not in no_ref and "None's" not in capsys.readouterr().out  # no column for a reference that is not there
+
+
+def test_working_compares_right_answers_at_equal_accuracy():
+    "benchmarks/working.py: the spread of right answers is compared only where both systems were right equally often (>= 2 of K)"
+    w = _bench('working')
+    m = lambda right, texts, d2: {'right': right, 'answers': 1 if right else 0, 'texts': texts, 'distinct_2': d2, 'self_bleu': 1 - d2}
+    a = {'samples': 4, 'problems': ['p', 'q', 'r'], 'measures': [m(4, 4, .8), m(2, 1, .3), m(3, 3, .9)]}
+    b = {'samples': 4, 'problems': ['p', 'q', 'r'], 'measures': [m(4, 2, .5), m(2, 2, .5), m(1, 1, .2)]}
+    res = w.analyse({'tba': [a], 'dapo': [b]}, 'dapo')
+    got = res['against_reference']['tba']
+    assert got['texts']['pairs'] == 2 and got['texts']['mean'] == pytest.approx(((4 - 2) + (1 - 2)) / 2)  # r: 3 right against 1, left out
+    assert got['distinct_2']['mean'] == pytest.approx(((.8 - .5) + (.3 - .5)) / 2)
+    assert res['systems']['tba']['accuracy'] == pytest.approx(9 / 12) and res['systems']['dapo']['problems_2_right'] == 2
+    assert res['systems']['dapo']['texts'] == pytest.approx(2)  # mean over p and q (r has one right sample)
+    assert 'against_reference' not in w.analyse({'tba': [a]}, 'dapo')

@@ -44,6 +44,22 @@ def test_the_second_job_trains_on_the_tiny_model(tmp_path, mode):
     if mode == 'sync': assert all(r['train/generate_seconds'] > 0 for r in steps)  # the split the job was chosen by is measured
     answers = [json.loads(l) for l in (tmp_path / 'evals' / 'step_000002.jsonl').read_text().splitlines()]
     assert len(answers) == 8 and all('correct' in a for a in answers)
+    if mode == 'sync': check_working(tmp_path)
+
+
+def check_working(run):
+    "benchmarks/working.py on the run's final policy: K samples of each of the first problems, the right ones' spread per problem, then its weights go"
+    sys.path.insert(0, str(ROOT / 'benchmarks'))
+    import working
+    w = working.measure(run, str(CONFIG), 0, [], samples=4, prompts=6)
+    kept = json.loads((run / 'working.json').read_text())
+    assert len(w['measures']) == len(kept['examples']) == 6 and kept['temperature'] == 0.7  # the job's sampling temperature
+    for m, ex in zip(w['measures'], kept['examples']):
+        assert len(ex['samples']) == len(ex['samples_correct']) == 4 and m['right'] == sum(ex['samples_correct'])
+        assert m['texts'] <= m['right'] and (m['answers'] == 1 if m['right'] else m['answers'] == 0)  # one right answer a problem
+    assert working.summary(w)['accuracy'] == pytest.approx(sum(ex['sampled_accuracy'] for ex in kept['examples']) / 6)
+    assert not (run / 'checkpoints').exists()  # measured, then dropped
+    with pytest.raises(ValueError, match='other problems'): working.analyse({'a': [w, w | {'problems': w['problems'][::-1]}]})
 
 
 @pytest.mark.slow
