@@ -232,7 +232,7 @@ def analyse(runs:dict, walls:dict, figure:Path, reference:str|None=None, on_poli
             res['systems'][system]['minutes_to_reference_median'] = [None if x is None else x / 60 for x in t]
             reached = [x / 60 for x in t if x is not None]
             res['systems'][system]['ratio_to_reference_time'] = (median(reached) / ref_min) if len(reached) > len(t) / 2 else None  # the median seed must reach it
-    measured = {s: [json.loads(Path(f).read_text()).get('working') for f in fs] for s, fs in runs.items()}
+    measured = {s: [json.loads(Path(f).read_text()).get('working') if Path(f).is_file() else None for f in fs] for s, fs in runs.items()}  # records keep them
     measured = {s: ws for s, ws in measured.items() if ws and all(ws)}
     if measured: res['working'] = working.analyse(measured, ref)
     if runs:
