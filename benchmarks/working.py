@@ -68,9 +68,10 @@ def paired(a:list, b:list) -> dict:
 
 def analyse(runs:dict, reference:str|None=None) -> dict:
     "runs: system -> each seed's `measure` result; per system the median over seeds of each summary, and each system against `reference`"
+    first = next(iter(runs.values()))[0]
     for s, ws in runs.items():
-        for w in ws[1:]:
-            if w['problems'] != ws[0]['problems'] or w['samples'] != ws[0]['samples']: raise ValueError(f"{s}: runs measured on other problems or samples")
+        if any(w['problems'] != first['problems'] or w['samples'] != first['samples'] for w in ws):
+            raise ValueError(f"{s}: runs measured on other problems or samples than the others; measure all with the same --working and --working_prompts")
     res = {'systems': {s: {k: float(np.median([summary(w)[k] for w in ws])) for k in summary(ws[0])} for s, ws in runs.items()}}
     if reference in runs:
         res['reference'] = reference

@@ -281,3 +281,4 @@ def test_working_compares_right_answers_at_equal_accuracy():
     assert res['systems']['tba']['accuracy'] == pytest.approx(9 / 12) and res['systems']['dapo']['problems_2_right'] == 2
     assert res['systems']['dapo']['texts'] == pytest.approx(2)  # mean over p and q (r has one right sample)
     assert 'against_reference' not in w.analyse({'tba': [a]}, 'dapo')
+    with pytest.raises(ValueError, match='other problems'): w.analyse({'tba': [a], 'dapo': [b | {'samples': 8}]})
