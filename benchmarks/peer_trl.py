@@ -276,7 +276,7 @@ def run_all(systems:list, seeds:list, a, extra:list) -> dict:
             if not rec.exists() or not (a.resume or a.report):
                 if a.report: continue
                 out = ROOT / a.out_root / f'{label}_seed{seed}'
-                measured = a.working and label in (a.working_systems or [label])
+                measured = getattr(a, 'working', 0) and label in (getattr(a, 'working_systems', None) or [label])  # per_step.py's arguments have no --working
                 cmd = command(kind, seed, out, a.config, [*extra, *over], a.trl_bf16, keep_policy=measured)
                 made = provenance([rel(c) if str(c).startswith('/') else str(c) for c in cmd[1:]])  # the code the run starts with
                 wall = timed_run(cmd, out, drop_checkpoints=not measured)
