@@ -24,14 +24,14 @@ TRL (pip install trl) runs through benchmarks/peer_trl.py with its own defaults 
 'dapo', beta 0). A run's checkpoint is deleted once measured; its metrics, evaluations and answers.json (per prompt:
 the right answers, the policy's and the target's probabilities; `tba_kit.viz.answers` draws it) stay.
 """
-import argparse, json, shutil, sys
+import argparse, json, sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import config_of, final_weights, interval, provenance, same_job, timed_run  # noqa: E402
+from evidence import config_of, drop_weights, final_weights, interval, provenance, same_job, timed_run  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 # tb_z17: TB with log Z starting near the target's, log sum_y pi_ref(y) e^{r/beta} = 1/beta + log P_ref(right) ~ 20 - 3
@@ -76,7 +76,7 @@ def measure(run:Path, config:str, seed:int, extra:list, drop:bool=True) -> dict:
            'rows': [{'prompt': r.prompt_id, 'question': p.text(), 'answers': r.answers, 'policy': r.policy.tolist(), 'target': r.target.tolist()}
                     for r, p in zip(rep.rows, task.prompts('test'))]}
     (run / 'answers.json').write_text(json.dumps(res))
-    if drop: shutil.rmtree(run / 'checkpoints', ignore_errors=True); (run / 'policy.safetensors').unlink(missing_ok=True)  # 0.5-1.5 GB each
+    if drop: drop_weights(run)
     return res
 
 

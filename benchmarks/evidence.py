@@ -22,7 +22,7 @@ def timed_run(cmd:list, out:Path, resume:bool=False, drop_checkpoints:bool=False
     t = time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0: sys.exit(f"{out.name} failed:\n{r.stderr[-3000:]}")
-    if drop_checkpoints: shutil.rmtree(out / 'checkpoints', ignore_errors=True)  # 1.5 GB each; metrics and evals/ stay
+    if drop_checkpoints: drop_weights(out)
     (out / 'wall_seconds').write_text(str(wall := time.perf_counter() - t))
     return wall
 
@@ -70,6 +70,11 @@ def evaluations(run:Path) -> list:
         out.append({'step': r['step'], 'wall': r['time/seconds'], 'train': r.get('time/train_seconds', 0.), 'accuracy': r['eval/accuracy'],
                     'sampled': r.get('eval/sampled_accuracy'), 'correct': correct, 'sampled_each': sampled_each, 'problems': key})
     return out
+
+
+def drop_weights(run:Path):
+    "Delete a run's weights, its checkpoints and TRL's kept policy (0.5-1.5 GB each); its metrics and evals/ stay"
+    shutil.rmtree(run / 'checkpoints', ignore_errors=True); (run / 'policy.safetensors').unlink(missing_ok=True)
 
 
 def final_weights(run:Path, config:str, seed:int, extra:list) -> tuple:

@@ -266,8 +266,9 @@ def report(res:dict):
     if res.get('working'): working.report(res['working'])
 
 
-def run_all(systems:list, seeds:list, a, extra:list) -> dict:
-    "Each system and seed in its own process, one at a time, seeds interleaved; label -> the runs' records (kept in benchmarks/results/<name>_runs/)"
+def run_all(systems:list, seeds:list, a, extra:list, working_samples:int=0, working_prompts:int=100, working_systems:list|None=None) -> dict:
+    """Each system and seed in its own process, one at a time, seeds interleaved; label -> the runs' records (kept in
+    benchmarks/results/<name>_runs/). `working_samples`: the final policies of `working_systems` (None: all) measured by working.py"""
     records = Path(a.results) / f'{a.name}_runs'
     runs = {label: [] for label, _, _ in systems}
     for seed in seeds:
@@ -276,11 +277,11 @@ def run_all(systems:list, seeds:list, a, extra:list) -> dict:
             if not rec.exists() or not (a.resume or a.report):
                 if a.report: continue
                 out = ROOT / a.out_root / f'{label}_seed{seed}'
-                measured = getattr(a, 'working', 0) and label in (getattr(a, 'working_systems', None) or [label])  # per_step.py's arguments have no --working
+                measured = working_samples and label in (working_systems or [label])
                 cmd = command(kind, seed, out, a.config, [*extra, *over], a.trl_bf16, keep_policy=measured)
                 made = provenance([rel(c) if str(c).startswith('/') else str(c) for c in cmd[1:]])  # the code the run starts with
                 wall = timed_run(cmd, out, drop_checkpoints=not measured)
-                if measured: made['working'] = working.measure(out, a.config, seed, [*extra, *over], a.working, a.working_prompts)  # then its weights go
+                if measured: made['working'] = working.measure(out, a.config, seed, [*extra, *over], working_samples, working_prompts)  # then its weights go
                 keep_record(out, rec, wall, **made)
             runs[label].append(rec)
             ev = evaluations(rec)
@@ -356,7 +357,7 @@ def main():
         extra = [*extra, f'--validation={a.validation}', '--eval_samples=0']  # greedy accuracy chooses: no sampled evaluations
     else: systems = [parse_system(s) for s in a.systems]
     differ = audit(systems, a.config, extra)
-    runs = run_all(systems, a.seeds, a, extra)
+    runs = run_all(systems, a.seeds, a, extra, a.working, a.working_prompts, a.working_systems)
     if not runs: sys.exit(f"no finished runs in {a.results}/{a.name}_runs")
     res = analyse(runs, {s: [json.loads(r.read_text())['wall_seconds'] for r in fs] for s, fs in runs.items()}, Path(a.results) / f'{a.name}.svg',
                   a.reference, {label for label, kind, _ in systems if kind != 'async'})

@@ -11,14 +11,14 @@ peer_trl.py measures its finished runs with `--working K` (before their weights 
 
     python benchmarks/working.py RUN_FOLDER [--config configs/reasoning.yaml] [--seed 0] [--samples 8] [--prompts 100]
 """
-import argparse, json, shutil, sys
+import argparse, json, sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
-from evidence import final_weights  # noqa: E402
+from evidence import drop_weights, final_weights  # noqa: E402
 from tba_kit.metrics import bootstrap_ci  # noqa: E402
 
 MEASURES = ('texts', 'distinct_2', 'self_bleu')  # among a problem's right samples
@@ -42,7 +42,7 @@ def measure(run:Path, config:str, seed:int, extra:list, samples:int=8, prompts:i
                    samples=samples, keep_samples=True)
     per = [right_diversity(r['samples'], r['samples_correct'], last_number) for r in res['examples']]
     (run / 'working.json').write_text(json.dumps({'samples': samples, 'temperature': cfg.logprob_temp, 'examples': res['examples'], 'measures': per}))
-    if drop: shutil.rmtree(run / 'checkpoints', ignore_errors=True); (run / 'policy.safetensors').unlink(missing_ok=True)
+    if drop: drop_weights(run)
     return {'samples': samples, 'problems': [r['prompt'] for r in res['examples']], 'measures': per}
 
 
@@ -72,7 +72,8 @@ def analyse(runs:dict, reference:str|None=None) -> dict:
     for s, ws in runs.items():
         if any(w['problems'] != first['problems'] or w['samples'] != first['samples'] for w in ws):
             raise ValueError(f"{s}: runs measured on other problems or samples than the others; measure all with the same --working and --working_prompts")
-    res = {'systems': {s: {k: float(np.median([summary(w)[k] for w in ws])) for k in summary(ws[0])} for s, ws in runs.items()}}
+    each = {s: [summary(w) for w in ws] for s, ws in runs.items()}
+    res = {'systems': {s: {k: float(np.median([x[k] for x in xs])) for k in xs[0]} for s, xs in each.items()}}
     if reference in runs:
         res['reference'] = reference
         res['against_reference'] = {s: paired(ws, runs[reference]) for s, ws in runs.items() if s != reference}
