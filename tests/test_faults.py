@@ -362,7 +362,8 @@ def test_fault_injection_suite(tmp_path, capsys):
         lambda o: kill_trainer('SIGTERM to the trainer', signal.SIGTERM, o),
         lambda o: kill_trainer('SIGKILL to the trainer', signal.SIGKILL, o),
         lambda o: kill_worker('SIGKILL to the searcher process', signal.SIGKILL, o),
-        lambda o: kill_worker('searcher process hangs (SIGSTOP)', signal.SIGSTOP, o, '--search_timeout=5', '--max_staleness=4'),  # the trainer needs its data
+        # the trainer needs its data; a stop that lands while the worker scores waits reward_timeout + 30 s, not search_timeout
+        lambda o: kill_worker('searcher process hangs (SIGSTOP)', signal.SIGSTOP, o, '--search_timeout=5', '--reward_timeout=5', '--max_staleness=4'),
         lambda o: corrupt('newest checkpoint: a flipped byte', 'policy.safetensors', 'flip', o),
         lambda o: corrupt('newest checkpoint: truncated', 'trainer.pt', 'truncate', o),
         lambda o: concurrent('a second run into a live folder', o),
