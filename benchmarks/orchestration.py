@@ -19,6 +19,7 @@ Prints a table and writes benchmarks/results/orchestration.json (one entry per p
 
     PYTHONPATH=. python benchmarks/orchestration.py [--placement inline process ray] [--searchers 1 3 7 15] [--S 0.1] [--T 0.1] [--steps 60] [--prompts_per_step 16] [--nodes 4]
     PYTHONPATH=. python benchmarks/orchestration.py --breakdown   # where the driver's time goes (orchestration_breakdown.json)
+    PYTHONPATH=. python benchmarks/orchestration.py --placement process --searchers 1 2 4 --S 0.27 --T 1 --prompts_per_step 4 --name reasoning_fleet --note '...'  # a job's measured costs, scaled
 """
 import argparse, asyncio, gc, json, math, os, statistics, sys, tempfile, time
 from pathlib import Path
@@ -94,7 +95,7 @@ async def measure(mode:str, n:int, steps:int, out:Path, placement:str) -> dict:
             'step_seconds_median': statistics.median(r['train/step_seconds'] for r in w)}
 
 
-async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int, split:bool, nodes:int):
+async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int, split:bool, nodes:int, name:str|None=None, note:str=''):
     COST.update(S=S, T=T, ppstep=ppstep)
     os.environ.update(TBA_SIM_S=str(S), TBA_SIM_P=str(ppstep))  # for the simulated engines in workers
     os.environ['PYTHONPATH'] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get('PYTHONPATH', '')])
@@ -102,9 +103,8 @@ async def main(placements:list, ns:list, S:float, T:float, steps:int, ppstep:int
     ms = {}
     if split: breakdown(ms)
     torch.set_num_threads(1)
-    name = 'orchestration_breakdown.json' if split else 'orchestration.json'
-    out = Path(__file__).parent / 'results' / name
-    res, made = {'S': S, 'T': T, 'steps': steps, 'prompts_per_step': ppstep, 'placements': {}}, provenance()
+    out = Path(__file__).parent / 'results' / f"{name or ('orchestration_breakdown' if split else 'orchestration')}.json"
+    res, made = {'S': S, 'T': T, 'steps': steps, 'prompts_per_step': ppstep, 'placements': {}} | ({'note': note} if note else {}), provenance()
     for placement in placements:
         cluster = ray_cluster(nodes, math.ceil(max(ns) / nodes)) if placement == 'ray' else None
         print(f"placement {placement}" + (f" ({nodes} Ray nodes)" if cluster else ''), flush=True)
@@ -166,7 +166,7 @@ def figure(res:dict, path:Path):
 
 def claims(rec:dict) -> list:
     "The results ledger's rows (tools/make_results.py): per placement, async steps/s and the async/sync speed-up over their ideals, at each number of searchers"
-    out, cost = [], f"S = {rec['S']:g} s a batch, T = {rec['T']:g} s a step"
+    out, cost = [], f"S = {rec['S']:g} s a batch, T = {rec['T']:g} s a step" + (f": {rec['note']}" if rec.get('note') else '')
     for pl, rows in rec['placements'].items():
         ns, pl = ', '.join(str(r['searchers']) for r in rows), f"{pl} ({rec['nodes']} Ray nodes)" if pl == 'ray' and 'nodes' in rec else pl
         out += [{'claim': f"{pl} searchers: async trainer steps/s over the ideal min(1/T, N/S), N = {ns} ({cost}; goal 0.97)", 'value': ', '.join(f"{r['async_ratio']:.3f}" for r in rows)},
@@ -185,8 +185,10 @@ if __name__ == '__main__':
     ap.add_argument('--prompts_per_step', type=int, default=16)
     ap.add_argument('--breakdown', action='store_true', help="also time the driver's work per step (adds a little overhead)")
     ap.add_argument('--figure', action='store_true', help='only redraw orchestration.svg from orchestration.json')
+    ap.add_argument('--name', default=None, help='results/<name>.json and .svg (default: orchestration, or orchestration_breakdown)')
+    ap.add_argument('--note', default='', help='what the simulated costs stand for (kept in the record and its ledger rows)')
     a = ap.parse_args()
     if a.figure:
         res = Path(__file__).parent / 'results' / 'orchestration.json'
         figure(json.loads(res.read_text()), res.with_suffix('.svg')); raise SystemExit
-    asyncio.run(main(a.placement, a.searchers, a.S, a.T, a.steps, a.prompts_per_step, a.breakdown, a.nodes))
+    asyncio.run(main(a.placement, a.searchers, a.S, a.T, a.steps, a.prompts_per_step, a.breakdown, a.nodes, a.name, a.note))
