@@ -64,10 +64,10 @@ def accuracy(model, tok, task, n:int, n_sampled:int, samples:int, max_new:int, t
             'example': [prompts[0].messages[-1]['content'], tok.decode(greedy[0][0][0], skip_special_tokens=True)]}
 
 
-def split(overrides:list, steps:int, out:Path, python:str=sys.executable) -> dict:
+def split(overrides:list, steps:int, out:Path, python:str=sys.executable, config:Path=CONFIG) -> dict:
     """A synchronous probe of the config with `overrides`: seconds generating and scoring vs training per step (the first
-    left out), run by `python` (another environment's interpreter: vLLM's; this checkout's tba_kit either way)"""
-    cmd = [python, '-m', 'tba_kit.cli', 'train', str(CONFIG), '--mode=sync', '--searcher_threads=2', f'--steps={steps}',
+    left out), run by `python` (another environment's interpreter: vLLM's; this checkout's tba_kit either way); another job: `config`"""
+    cmd = [python, '-m', 'tba_kit.cli', 'train', str(config), '--mode=sync', '--searcher_threads=2', f'--steps={steps}',
            '--lr_schedule=constant', '--lr_schedule_by=steps', '--time_limit=null', '--eval=false', '--checkpoint_every=0', '--no-progress',
            *overrides, f'--out_dir={out}']
     shutil.rmtree(out, ignore_errors=True)  # a probe before this one

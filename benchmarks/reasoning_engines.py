@@ -1,6 +1,8 @@
 """Which generation path is the second job's fastest on this machine, and what share of a step does generating take
 with it (issue 64: "the split with the generation path the finals will use; a faster engine lowers the share: that is
-the honest number")? `configs/reasoning.yaml` as it is, probed with each searcher engine, one run at a time:
+the honest number")? `configs/reasoning.yaml` as it is, probed with each searcher engine, one run at a time (and the
+issue's other candidate, `configs/redteam.yaml`, whose scoring runs a victim: `redteam_hf`, `redteam_vllm` with the
+attacker and the victim on vLLM engines):
 
 - `hf`: tba_kit's transformers searcher, reference log-probs on the searcher (the config's default);
 - `hf_ref_trainer`: the same with the reference on the trainer (as vLLM must run it: its engine gives no tempered
@@ -14,9 +16,12 @@ beside the trainer on the same 2 cores) give the seconds between trainer steps a
 a table and writes benchmarks/results/reasoning_engines.json.
 
     python benchmarks/reasoning_engines.py --vllm_python .venv-vllm/bin/python [--steps 5] [--async_steps 8] [--only hf vllm]
+    python benchmarks/reasoning_engines.py --vllm_python .venv-vllm/bin/python --async_steps 0 --only redteam_hf redteam_vllm
 """
 import argparse, json, shutil, statistics, subprocess, sys
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
@@ -24,16 +29,21 @@ from evidence import provenance, rel  # noqa: E402
 from reasoning_candidates import CONFIG, split  # noqa: E402
 
 VLLM = ['--engine=vllm', '--placement=auto', '--ref_on=trainer']
-ARMS = {  # name -> (needs vLLM, overrides of the sync probe, overrides of the async probe)
-    'hf': (False, [], []),
-    'hf_ref_trainer': (False, ['--ref_on=trainer'], ['--ref_on=trainer']),
-    'vllm': (True, [*VLLM, '--vllm_cpu_threads=0-1'], [*VLLM, '--vllm_cpu_threads=0']),  # async: the engine on one core, as searcher_threads 1
+REDTEAM = ROOT / 'configs' / 'redteam.yaml'
+VICTIM_VLLM = yaml.safe_load(REDTEAM.read_text())['task_args'] | {'victim_engine': 'vllm', 'victim_kw': {'cpu_threads': '0-1'}}
+ARMS = {  # name -> (the job, needs vLLM, overrides of the sync probe, overrides of the async probe)
+    'hf': (CONFIG, False, [], []),
+    'hf_ref_trainer': (CONFIG, False, ['--ref_on=trainer'], ['--ref_on=trainer']),
+    'vllm': (CONFIG, True, [*VLLM, '--vllm_cpu_threads=0-1'], [*VLLM, '--vllm_cpu_threads=0']),  # async: the engine on one core, as searcher_threads 1
+    'redteam_hf': (REDTEAM, False, [], []),
+    'redteam_vllm': (REDTEAM, True, [*VLLM, '--vllm_cpu_threads=0-1', f'--task_args={json.dumps(VICTIM_VLLM)}'],
+                     [*VLLM, '--vllm_cpu_threads=0', f'--task_args={json.dumps(VICTIM_VLLM)}']),
 }
 
 
-def async_probe(overrides:list, steps:int, out:Path, python:str) -> dict:
+def async_probe(overrides:list, steps:int, out:Path, python:str, config:Path=CONFIG) -> dict:
     "The config's asynchronous mode for `steps` trainer steps: seconds between steps and the trainer's share waiting for data (the first 2 steps left out)"
-    cmd = [python, '-m', 'tba_kit.cli', 'train', str(CONFIG), f'--steps={steps}', '--lr_schedule=constant', '--lr_schedule_by=steps',
+    cmd = [python, '-m', 'tba_kit.cli', 'train', str(config), f'--steps={steps}', '--lr_schedule=constant', '--lr_schedule_by=steps',
            '--time_limit=null', '--eval=false', '--checkpoint_every=0', '--no-progress', *overrides, f'--out_dir={out}']
     shutil.rmtree(out, ignore_errors=True)
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -64,13 +74,13 @@ def main():
     out = Path(a.out)
     rec = json.loads(out.read_text()) if out.exists() else {'arms': {}}
     for name in a.only:
-        vllm, sync_over, async_over = ARMS[name]
+        config, vllm, sync_over, async_over = ARMS[name]
         if vllm and not a.vllm_python: print(f"{name}: left out (no --vllm_python)"); continue
         python = a.vllm_python if vllm else sys.executable
-        s = split(sync_over, a.steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_sync', python)
+        s = split(sync_over, a.steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_sync', python, config)
         s['step_seconds'] = [g + t for g, t in zip(s['generate_seconds'], s['train_seconds'])]
-        arm = {'sync': s, 'made': provenance(), 'python_versions': versions_of(python)}
-        if a.async_steps: arm['async'] = async_probe(async_over, a.async_steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_async', python)
+        arm = {'config': rel(config), 'sync': s, 'made': provenance(), 'python_versions': versions_of(python)}
+        if a.async_steps: arm['async'] = async_probe(async_over, a.async_steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_async', python, config)
         rec['arms'][name] = arm
         out.write_text(json.dumps(rec | provenance() | {'config': rel(CONFIG)}, indent=1))
         med = lambda xs: statistics.median(xs)
@@ -86,7 +96,7 @@ def claims(rec:dict) -> list:
     for name, arm in rec['arms'].items():
         s = arm['sync']
         env = ', '.join(f"{k} {v}" for k, v in arm.get('python_versions', {}).items() if v)
-        out.append({'claim': f"{rec['config']}, searcher engine {name} ({env}): a sync step's seconds generating and scoring + training (median of "
+        out.append({'claim': f"{arm.get('config', rec['config'])}, searcher engine {name} ({env}): a sync step's seconds generating and scoring + training (median of "
                              f"{s['steps_measured']} steps), its share generating" + ("; an async step's seconds" if 'async' in arm else ''),
                     'value': f"{med(s['generate_seconds']):.1f} + {med(s['train_seconds']):.1f} s; {s['generating_share']:.0%}"
                              + (f"; {arm['async']['seconds_per_step']:.1f} s" if 'async' in arm else '')})
