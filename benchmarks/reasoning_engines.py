@@ -16,7 +16,10 @@ beside the trainer on the same 2 cores) give the seconds between trainer steps a
 a table and writes benchmarks/results/reasoning_engines.json.
 
     python benchmarks/reasoning_engines.py --vllm_python .venv-vllm/bin/python [--steps 5] [--async_steps 8] [--only hf vllm]
-    python benchmarks/reasoning_engines.py --vllm_python .venv-vllm/bin/python --async_steps 0 --only redteam_hf redteam_vllm
+    python benchmarks/reasoning_engines.py --vllm_python .venv-vllm/bin/python --async_steps 0 --only redteam_vllm redteam_hf
+    python benchmarks/reasoning_engines.py --vllm_python .venv-vllm/bin/python --steps 0 --async_steps 8 --only redteam_hf redteam_vllm  # async added
+
+Each arm keeps the command, commit and versions it ran with (`made`, `python_versions`; the file's own are the last run's).
 """
 import argparse, json, shutil, statistics, subprocess, sys
 from pathlib import Path
@@ -88,7 +91,7 @@ def main():
             arm['async']['made'] = provenance()
         rec['arms'][name] = arm
         out.write_text(json.dumps(rec | provenance() | {'config': rel(CONFIG)}, indent=1))
-        med = lambda xs: statistics.median(xs)
+        med = statistics.median
         print(f"{name:15s} sync: generating {med(s['generate_seconds']):5.1f} s + training {med(s['train_seconds']):5.1f} s a step "
               f"({s['generating_share']:.0%} generating)" + (f"; async: {arm['async']['seconds_per_step']:5.1f} s a step, trainer waiting "
               f"{arm['async']['wait_share']:.0%}" if a.async_steps else ''), flush=True)
