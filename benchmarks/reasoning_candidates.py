@@ -64,18 +64,24 @@ def accuracy(model, tok, task, n:int, n_sampled:int, samples:int, max_new:int, t
             'example': [prompts[0].messages[-1]['content'], tok.decode(greedy[0][0][0], skip_special_tokens=True)]}
 
 
-def split(overrides:list, steps:int, out:Path, python:str=sys.executable, config:Path=CONFIG) -> dict:
-    """A synchronous probe of the config with `overrides`: seconds generating and scoring vs training per step (the first
-    left out), run by `python` (another environment's interpreter: vLLM's; this checkout's tba_kit either way); another job: `config`"""
-    cmd = [python, '-m', 'tba_kit.cli', 'train', str(config), '--mode=sync', '--searcher_threads=2', f'--steps={steps}',
-           '--lr_schedule=constant', '--lr_schedule_by=steps', '--time_limit=null', '--eval=false', '--checkpoint_every=0', '--no-progress',
-           *overrides, f'--out_dir={out}']
+def probe(mode:list, overrides:list, steps:int, out:Path, python:str=sys.executable, config:Path=CONFIG) -> tuple:
+    """`tba train config` for `steps` steps without evaluation or checkpoints, `mode`'s arguments before the fixed ones and
+    `overrides` after, run by `python` (another environment's interpreter: vLLM's; this checkout's tba_kit either way):
+    the command as recorded and the metrics rows of its trainer steps"""
+    cmd = [python, '-m', 'tba_kit.cli', 'train', str(config), *mode, f'--steps={steps}', '--lr_schedule=constant', '--lr_schedule_by=steps',
+           '--time_limit=null', '--eval=false', '--checkpoint_every=0', '--no-progress', *overrides, f'--out_dir={out}']
     shutil.rmtree(out, ignore_errors=True)  # a probe before this one
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if r.returncode: sys.exit(f"the probe failed: {' '.join(cmd)}\n{r.stderr[-3000:]}")
-    rows = [r for r in map(json.loads, open(out / 'metrics.jsonl')) if 'train/step_seconds' in r][1:]
+    return ' '.join(cmd[1:]).replace(str(ROOT) + '/', ''), [r for r in map(json.loads, open(out / 'metrics.jsonl')) if 'train/step_seconds' in r]
+
+
+def split(overrides:list, steps:int, out:Path, python:str=sys.executable, config:Path=CONFIG) -> dict:
+    "A synchronous probe (`probe`) of `config` with `overrides`: seconds generating and scoring vs training per step (the first left out)"
+    command, rows = probe(['--mode=sync', '--searcher_threads=2'], overrides, steps, out, python, config)
+    rows = rows[1:]
     gen, train = [r['train/generate_seconds'] for r in rows], [r['train/step_seconds'] for r in rows]
-    return {'command': ' '.join(cmd[1:]).replace(str(ROOT) + '/', ''), 'steps_measured': len(rows), 'generate_seconds': gen, 'train_seconds': train,
+    return {'command': command, 'steps_measured': len(rows), 'generate_seconds': gen, 'train_seconds': train,
             'generating_share': sum(gen) / (sum(gen) + sum(train)), 'train_tokens': [r['train/tokens'] for r in rows],
             'train_reward': statistics.mean(r['reward/mean'] for r in rows)}
 

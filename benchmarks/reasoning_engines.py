@@ -21,7 +21,7 @@ a table and writes benchmarks/results/reasoning_engines.json.
 
 Each arm keeps the command, commit and versions it ran with (`made`, `python_versions`; the file's own are the last run's).
 """
-import argparse, json, shutil, statistics, subprocess, sys
+import argparse, json, statistics, subprocess, sys
 from pathlib import Path
 
 import yaml
@@ -29,7 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 from evidence import provenance, rel  # noqa: E402
-from reasoning_candidates import CONFIG, split  # noqa: E402
+from reasoning_candidates import CONFIG, probe, split  # noqa: E402
 
 VLLM = ['--engine=vllm', '--placement=auto', '--ref_on=trainer']
 REDTEAM = ROOT / 'configs' / 'redteam.yaml'
@@ -46,15 +46,10 @@ ARMS = {  # name -> (the job, needs vLLM, overrides of the sync probe, overrides
 
 def async_probe(overrides:list, steps:int, out:Path, python:str, config:Path=CONFIG) -> dict:
     "The config's asynchronous mode for `steps` trainer steps: seconds between steps and the trainer's share waiting for data (the first 2 steps left out)"
-    cmd = [python, '-m', 'tba_kit.cli', 'train', str(config), f'--steps={steps}', '--lr_schedule=constant', '--lr_schedule_by=steps',
-           '--time_limit=null', '--eval=false', '--checkpoint_every=0', '--no-progress', *overrides, f'--out_dir={out}']
-    shutil.rmtree(out, ignore_errors=True)
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if r.returncode: sys.exit(f"the probe failed: {' '.join(cmd)}\n{r.stderr[-3000:]}")
-    rows = [r for r in map(json.loads, open(out / 'metrics.jsonl')) if 'train/step_seconds' in r]
+    command, rows = probe([], overrides, steps, out, python, config)
     kept = rows[2:]
     wall = kept[-1]['time/seconds'] - rows[1]['time/seconds']
-    return {'command': ' '.join(cmd[1:]).replace(str(ROOT) + '/', ''), 'steps_measured': len(kept), 'seconds_per_step': wall / len(kept),
+    return {'command': command, 'steps_measured': len(kept), 'seconds_per_step': wall / len(kept),
             'train_seconds': [r['train/step_seconds'] for r in kept], 'wait_share': sum(r.get('train/wait_seconds', 0) for r in kept) / wall,
             'train_tokens': [r['train/tokens'] for r in kept]}
 
